@@ -1,0 +1,2 @@
+"""Models: layers, backbone, heads, losses, estimators."""
+from .backbones import *  # noqa: F401,F403

@@ -1,0 +1,78 @@
+"""All registry nodes of sapiens2_mm.
+
+Every node has scope ``'sapiens2_mm'`` (equal to the import name, so mmengine can
+import the package from a config's ``default_scope``) and an mmengine root registry
+as parent. Configs with ``default_scope='sapiens2_mm'`` therefore find our own types
+unprefixed and upstream types with their scope prefix (``mmpose.HeatmapHead``).
+"""
+from mmengine.registry import DATA_SAMPLERS as MMENGINE_DATA_SAMPLERS
+from mmengine.registry import DATASETS as MMENGINE_DATASETS
+from mmengine.registry import EVALUATOR as MMENGINE_EVALUATOR
+from mmengine.registry import HOOKS as MMENGINE_HOOKS
+from mmengine.registry import LOOPS as MMENGINE_LOOPS
+from mmengine.registry import METRICS as MMENGINE_METRICS
+from mmengine.registry import MODELS as MMENGINE_MODELS
+from mmengine.registry import \
+    OPTIM_WRAPPER_CONSTRUCTORS as MMENGINE_OPTIM_WRAPPER_CONSTRUCTORS
+from mmengine.registry import OPTIM_WRAPPERS as MMENGINE_OPTIM_WRAPPERS
+from mmengine.registry import OPTIMIZERS as MMENGINE_OPTIMIZERS
+from mmengine.registry import PARAM_SCHEDULERS as MMENGINE_PARAM_SCHEDULERS
+from mmengine.registry import TASK_UTILS as MMENGINE_TASK_UTILS
+from mmengine.registry import TRANSFORMS as MMENGINE_TRANSFORMS
+from mmengine.registry import VISBACKENDS as MMENGINE_VISBACKENDS
+from mmengine.registry import VISUALIZERS as MMENGINE_VISUALIZERS
+from mmengine.registry import Registry
+
+SCOPE = 'sapiens2_mm'
+
+MODELS = Registry(
+    'model', parent=MMENGINE_MODELS, scope=SCOPE,
+    locations=['sapiens2_mm.models'])
+DATASETS = Registry(
+    'dataset', parent=MMENGINE_DATASETS, scope=SCOPE,
+    locations=['sapiens2_mm.datasets'])
+DATA_SAMPLERS = Registry(
+    'data sampler', parent=MMENGINE_DATA_SAMPLERS, scope=SCOPE,
+    locations=['sapiens2_mm.datasets'])
+TRANSFORMS = Registry(
+    'transform', parent=MMENGINE_TRANSFORMS, scope=SCOPE,
+    locations=['sapiens2_mm.datasets.transforms'])
+METRICS = Registry(
+    'metric', parent=MMENGINE_METRICS, scope=SCOPE,
+    locations=['sapiens2_mm.evaluation'])
+EVALUATOR = Registry(
+    'evaluator', parent=MMENGINE_EVALUATOR, scope=SCOPE,
+    locations=['sapiens2_mm.evaluation'])
+TASK_UTILS = Registry(
+    'task util', parent=MMENGINE_TASK_UTILS, scope=SCOPE,
+    locations=['sapiens2_mm.codecs'])
+HOOKS = Registry(
+    'hook', parent=MMENGINE_HOOKS, scope=SCOPE,
+    locations=['sapiens2_mm.engine'])
+LOOPS = Registry(
+    'loop', parent=MMENGINE_LOOPS, scope=SCOPE,
+    locations=['sapiens2_mm.engine'])
+OPTIMIZERS = Registry(
+    'optimizer', parent=MMENGINE_OPTIMIZERS, scope=SCOPE,
+    locations=['sapiens2_mm.engine'])
+OPTIM_WRAPPERS = Registry(
+    'optim wrapper', parent=MMENGINE_OPTIM_WRAPPERS, scope=SCOPE,
+    locations=['sapiens2_mm.engine'])
+OPTIM_WRAPPER_CONSTRUCTORS = Registry(
+    'optimizer wrapper constructor',
+    parent=MMENGINE_OPTIM_WRAPPER_CONSTRUCTORS, scope=SCOPE,
+    locations=['sapiens2_mm.engine'])
+PARAM_SCHEDULERS = Registry(
+    'parameter scheduler', parent=MMENGINE_PARAM_SCHEDULERS, scope=SCOPE,
+    locations=['sapiens2_mm.engine'])
+VISUALIZERS = Registry(
+    'visualizer', parent=MMENGINE_VISUALIZERS, scope=SCOPE,
+    locations=['sapiens2_mm.visualization'])
+VISBACKENDS = Registry(
+    'vis_backend', parent=MMENGINE_VISBACKENDS, scope=SCOPE,
+    locations=['sapiens2_mm.visualization'])
+
+ALL_REGISTRIES = (
+    MODELS, DATASETS, DATA_SAMPLERS, TRANSFORMS, METRICS, EVALUATOR,
+    TASK_UTILS, HOOKS, LOOPS, OPTIMIZERS, OPTIM_WRAPPERS,
+    OPTIM_WRAPPER_CONSTRUCTORS, PARAM_SCHEDULERS, VISUALIZERS, VISBACKENDS)

@@ -1,0 +1,154 @@
+"""Read official Sapiens2 checkpoints (.safetensors / .pth) and load them checked.
+
+Official files come in three shapes: bare backbone keys (pretrain
+``.safetensors``), full task estimators with ``backbone.`` / ``decode_head.``
+prefixes, and training ``.pth`` files holding ``state_dict``, ``model`` or an EMA
+``teacher`` dict. Compiled or DDP-wrapped models add ``_orig_mod.`` / ``module.``.
+Everything here reads one of those into a flat ``{key: tensor}`` dict and loads it
+with a report of every mismatching key, never a silent partial load.
+"""
+import os
+from typing import Dict, Iterable, Mapping, Optional
+
+import torch
+from torch import nn
+
+WRAPPER_PREFIXES = ('module.', '_orig_mod.')
+StateDict = Dict[str, torch.Tensor]
+
+
+class CheckpointMismatchError(RuntimeError):
+    """A checkpoint's keys or shapes do not fit the model."""
+
+
+def _strip_wrappers(key: str) -> str:
+    changed = True
+    while changed:
+        changed = False
+        for prefix in WRAPPER_PREFIXES:
+            if key.startswith(prefix):
+                key, changed = key[len(prefix):], True
+    return key
+
+
+def _pick_state_dict(obj: Mapping) -> Mapping:
+    for name in ('state_dict', 'model'):
+        if isinstance(obj.get(name), Mapping):
+            return obj[name]
+    if isinstance(obj.get('teacher'), Mapping):
+        # EMA teacher of pretraining: backbone weights under 'backbone.'.
+        return {
+            k[len('backbone.'):] if k.startswith('backbone.') else k: v
+            for k, v in obj['teacher'].items()
+        }
+    return obj
+
+
+def read_checkpoint(path: str) -> StateDict:
+    """Read a checkpoint file into a flat state dict on the CPU.
+
+    Args:
+        path: ``.safetensors``, or a torch file (``.pth``/``.pt``/``.bin``/``.ckpt``)
+            with a ``state_dict`` / ``model`` / ``teacher`` dict or a raw one.
+
+    Returns:
+        ``{key: tensor}`` with ``module.`` and ``_orig_mod.`` prefixes removed.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: the file cannot be parsed as a checkpoint.
+    """
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(
+            f'Checkpoint file not found: {path!r}. Check the path, or download '
+            'the official weights (see README "Model zoo").')
+    try:
+        if path.endswith('.safetensors'):
+            from safetensors.torch import load_file
+            raw = load_file(path, device='cpu')
+        else:
+            raw = torch.load(path, map_location='cpu', weights_only=True)
+    except Exception as err:  # noqa: BLE001 - re-raised with the file named
+        raise ValueError(
+            f'Could not read checkpoint {path!r} ({type(err).__name__}: '
+            f'{err}). The file may be truncated or corrupt (re-download it), '
+            'or not be a .safetensors/.pth checkpoint.') from err
+    if not isinstance(raw, Mapping):
+        raise ValueError(
+            f'Checkpoint {path!r} holds a {type(raw).__name__}, expected a dict '
+            'of tensors (or one with a state_dict/model/teacher entry).')
+    state = _pick_state_dict(raw)
+    return {
+        _strip_wrappers(k): v
+        for k, v in state.items() if isinstance(v, torch.Tensor)
+    }
+
+
+def select_prefix(state_dict: Mapping[str, torch.Tensor],
+                  prefix: str) -> StateDict:
+    """Keys under ``prefix`` with it removed; the whole dict if none has it.
+
+    So ``select_prefix(sd, 'backbone.')`` takes the backbone out of a task
+    checkpoint and leaves a bare pretrain checkpoint unchanged.
+    """
+    if not any(k.startswith(prefix) for k in state_dict):
+        return dict(state_dict)
+    return {
+        k[len(prefix):]: v
+        for k, v in state_dict.items() if k.startswith(prefix)
+    }
+
+
+def _listing(title: str, keys: Iterable[str], limit: int = 20) -> str:
+    keys = list(keys)
+    if not keys:
+        return ''
+    shown = ', '.join(keys[:limit])
+    more = f' ... and {len(keys) - limit} more' if len(keys) > limit else ''
+    return f'\n  {title} ({len(keys)}): {shown}{more}'
+
+
+def check_state_dict(module: nn.Module, state_dict: Mapping[str, torch.Tensor],
+                     ignore_missing: Iterable[str] = ()) -> str:
+    """Describe how ``state_dict`` mismatches ``module``; '' when it fits.
+
+    Args:
+        module: the target.
+        state_dict: candidate weights.
+        ignore_missing: module keys allowed to be absent from the checkpoint.
+    """
+    own = module.state_dict()
+    ignore = set(ignore_missing)
+    missing = [k for k in own if k not in state_dict and k not in ignore]
+    unexpected = [k for k in state_dict if k not in own]
+    wrong_shape = [
+        f'{k} checkpoint {tuple(v.shape)} vs model {tuple(own[k].shape)}'
+        for k, v in state_dict.items()
+        if k in own and tuple(v.shape) != tuple(own[k].shape)
+    ]
+    return (_listing('missing in checkpoint', missing) +
+            _listing('unexpected in checkpoint', unexpected) +
+            _listing('shape mismatch', wrong_shape))
+
+
+def load_state_dict_checked(module: nn.Module,
+                            state_dict: Mapping[str, torch.Tensor],
+                            source: Optional[str] = None,
+                            ignore_missing: Iterable[str] = ()) -> None:
+    """``load_state_dict`` that refuses any key or shape mismatch.
+
+    Tensors are cast to the dtype of the module's tensors by ``copy_`` (official
+    files may store bf16); the bf16 RoPE ``periods`` buffer stays bf16.
+
+    Raises:
+        CheckpointMismatchError: listing missing, unexpected and mis-shaped keys.
+    """
+    report = check_state_dict(module, state_dict, ignore_missing)
+    if report:
+        name = type(module).__name__
+        raise CheckpointMismatchError(
+            f'Checkpoint {source or "<state_dict>"} does not fit {name}:'
+            f'{report}\nIs it for another model size or task? Check the arch '
+            'and head settings of the config.')
+    module.load_state_dict(state_dict, strict=not list(ignore_missing))

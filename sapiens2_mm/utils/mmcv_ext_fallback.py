@@ -1,0 +1,123 @@
+"""Let mmpose, mmseg and mmdet run on mmcv-lite (no compiled ``mmcv._ext``).
+
+``mmcv.ops`` modules load the compiled extension when they are imported, so with
+mmcv-lite ``import mmpose.models`` or ``import mmseg.models`` fails even though the
+models they hold never call a compiled op. We register a stand-in ``mmcv._ext``
+module, only when the real one cannot be imported:
+
+* ``nms`` and ``roi_align_forward`` are served by torchvision, which ships the same
+  kernels, so detectors (mmdet RTMDet person detection in the pose demo) work.
+* every other op is a function that raises :class:`MissingCompiledOpError` naming
+  the op and how to install full mmcv, at call time instead of at import time.
+
+With full mmcv installed nothing is patched.
+"""
+import importlib
+import importlib.machinery
+import sys
+import types
+
+import torch
+
+_MODULE_NAME = 'mmcv._ext'
+INSTALL_HINT = (
+    'Install full mmcv built for your torch (see the README section "Full mmcv"), '
+    'or use a model that does not need this op.')
+
+
+class MissingCompiledOpError(RuntimeError):
+    """Raised when an mmcv op needs compiled code that mmcv-lite lacks."""
+
+
+def _missing_op(name: str):
+
+    def op(*args, **kwargs):
+        raise MissingCompiledOpError(
+            f'mmcv op "{name}" needs the compiled extension mmcv._ext, which '
+            f'mmcv-lite does not include. {INSTALL_HINT}')
+
+    op.__name__ = name
+    return op
+
+
+def _nms(bboxes: torch.Tensor, scores: torch.Tensor, iou_threshold: float,
+         offset: int = 0) -> torch.Tensor:
+    """mmcv's ``ext_module.nms`` contract served by torchvision.
+
+    Args:
+        bboxes: (N, 4) boxes x1, y1, x2, y2.
+        scores: (N,) scores.
+        iou_threshold: IoU above which the lower-scored box is dropped.
+        offset: 0 or 1; mmcv's legacy ``offset=1`` counts box widths as
+            ``x2 - x1 + 1``, which equals widening each box by one pixel.
+
+    Returns:
+        (M,) int64 indices of kept boxes, highest score first.
+    """
+    from torchvision.ops import nms
+    if offset not in (0, 1):
+        raise ValueError(f'nms offset must be 0 or 1, got {offset}')
+    if offset == 1:
+        bboxes = bboxes.clone()
+        bboxes[:, 2:] += 1
+    return nms(bboxes.float(), scores.float(), float(iou_threshold))
+
+
+def _roi_align_forward(input, rois, output, argmax_y, argmax_x, aligned_height,
+                       aligned_width, spatial_scale, sampling_ratio, pool_mode,
+                       aligned):
+    """mmcv's in-place ``roi_align_forward`` for average pooling via torchvision."""
+    from torchvision.ops import roi_align
+    if pool_mode != 1:
+        raise MissingCompiledOpError(
+            'mmcv RoIAlign with pool_mode="max" needs the compiled mmcv._ext; '
+            f'only pool_mode="avg" runs on mmcv-lite. {INSTALL_HINT}')
+    output.copy_(
+        roi_align(input, rois, (aligned_height, aligned_width), spatial_scale,
+                  sampling_ratio, aligned))
+
+
+_SERVED_BY_TORCHVISION = {'nms': _nms, 'roi_align_forward': _roi_align_forward}
+
+
+class _ExtStandIn(types.ModuleType):
+    """A module whose every public attribute is an op (real or raising)."""
+
+    def __getattr__(self, name: str):
+        # Dunder lookups (``__file__``, ``__path__``, pickling, inspect) must fail
+        # normally, or importlib and tools treat this as a package.
+        if name.startswith('__') and name.endswith('__'):
+            raise AttributeError(name)
+        op = _SERVED_BY_TORCHVISION.get(name) or _missing_op(name)
+        setattr(self, name, op)
+        return op
+
+
+def compiled_mmcv_available() -> bool:
+    """Whether the real compiled ``mmcv._ext`` imports."""
+    existing = sys.modules.get(_MODULE_NAME)
+    if isinstance(existing, _ExtStandIn):
+        return False
+    try:
+        importlib.import_module(_MODULE_NAME)
+    except ImportError:
+        return False
+    return True
+
+
+def install_mmcv_ext_fallback() -> bool:
+    """Register the stand-in ``mmcv._ext`` if the compiled one is missing.
+
+    Returns:
+        True if the stand-in is (now) in use, False if real mmcv ops exist or
+        mmcv is not installed at all.
+    """
+    if isinstance(sys.modules.get(_MODULE_NAME), _ExtStandIn):
+        return True
+    if importlib.util.find_spec('mmcv') is None or compiled_mmcv_available():
+        return False
+    module = _ExtStandIn(_MODULE_NAME, 'sapiens2_mm stand-in for mmcv._ext')
+    module.__spec__ = importlib.machinery.ModuleSpec(
+        _MODULE_NAME, loader=None, origin='sapiens2_mm')
+    sys.modules[_MODULE_NAME] = module
+    return True

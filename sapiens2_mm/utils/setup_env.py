@@ -1,0 +1,35 @@
+"""Scope set-up for code that builds modules outside an mmengine Runner."""
+import datetime
+
+from mmengine import DefaultScope
+
+from ..registry import SCOPE
+
+
+def register_all_modules(init_default_scope: bool = True) -> None:
+    """Import every sapiens2_mm module so that it registers, and set the scope.
+
+    Tests, demos and converters build models without a Runner; they call this
+    once so that ``dict(type='Sapiens2')`` and ``dict(type='mmpose.X')`` resolve.
+
+    Args:
+        init_default_scope: make ``'sapiens2_mm'`` the current default scope. If
+            another scope is current, a new instance is created under a unique
+            name so the caller's scope is not overwritten.
+    """
+    import sapiens2_mm.models  # noqa: F401
+    import sapiens2_mm.engine  # noqa: F401
+    for optional in ('codecs', 'datasets', 'evaluation', 'visualization'):
+        try:
+            __import__(f'sapiens2_mm.{optional}')
+        except ModuleNotFoundError as err:
+            if err.name != f'sapiens2_mm.{optional}':
+                raise
+    if not init_default_scope:
+        return
+    current = DefaultScope.get_current_instance()
+    if current is None or not DefaultScope.check_instance_created(SCOPE):
+        DefaultScope.get_instance(SCOPE, scope_name=SCOPE)
+    elif current.scope_name != SCOPE:
+        stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S%f')
+        DefaultScope.get_instance(f'{SCOPE}-{stamp}', scope_name=SCOPE)

@@ -1,0 +1,27 @@
+"""Shared fixtures: paths to bundled data and a registered default scope."""
+import os.path as osp
+
+import pytest
+
+TESTS_DIR = osp.dirname(osp.abspath(__file__))
+DATA_DIR = osp.join(TESTS_DIR, 'data')
+REPO_DIR = osp.dirname(TESTS_DIR)
+PARITY_DIR = osp.join(DATA_DIR, 'official_parity')
+
+
+@pytest.fixture(scope='session', autouse=True)
+def _registered_scope():
+    from sapiens2_mm.utils import register_all_modules
+    register_all_modules()
+
+
+@pytest.fixture
+def parity_file():
+    """Path of a file in tests/data/official_parity."""
+    return lambda name: osp.join(PARITY_DIR, name)
+
+
+@pytest.fixture
+def repo_path():
+    """Path relative to the repository root."""
+    return lambda *parts: osp.join(REPO_DIR, *parts)
