@@ -25,9 +25,16 @@ from mmengine.registry import Registry
 
 SCOPE = 'sapiens2_mm'
 
+# ``sapiens2_mm.models`` itself stays light (backbone only, no mmpose/mmseg);
+# heads and losses are imported when a model is first built from a config.
+MODEL_LOCATIONS = [
+    'sapiens2_mm.models', 'sapiens2_mm.models.heads',
+    'sapiens2_mm.models.losses', 'sapiens2_mm.models.estimators'
+]
+
 MODELS = Registry(
     'model', parent=MMENGINE_MODELS, scope=SCOPE,
-    locations=['sapiens2_mm.models'])
+    locations=MODEL_LOCATIONS)
 DATASETS = Registry(
     'dataset', parent=MMENGINE_DATASETS, scope=SCOPE,
     locations=['sapiens2_mm.datasets'])
@@ -36,7 +43,7 @@ DATA_SAMPLERS = Registry(
     locations=['sapiens2_mm.datasets'])
 TRANSFORMS = Registry(
     'transform', parent=MMENGINE_TRANSFORMS, scope=SCOPE,
-    locations=['sapiens2_mm.datasets.transforms'])
+    locations=['sapiens2_mm.datasets'])
 METRICS = Registry(
     'metric', parent=MMENGINE_METRICS, scope=SCOPE,
     locations=['sapiens2_mm.evaluation'])

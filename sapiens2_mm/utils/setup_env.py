@@ -5,6 +5,12 @@ from mmengine import DefaultScope
 
 from ..registry import SCOPE
 
+ALL_MODULES = (
+    'sapiens2_mm.models', 'sapiens2_mm.models.heads',
+    'sapiens2_mm.models.losses', 'sapiens2_mm.models.estimators',
+    'sapiens2_mm.codecs', 'sapiens2_mm.datasets', 'sapiens2_mm.evaluation',
+    'sapiens2_mm.engine', 'sapiens2_mm.visualization', 'sapiens2_mm.apis')
+
 
 def register_all_modules(init_default_scope: bool = True) -> None:
     """Import every sapiens2_mm module so that it registers, and set the scope.
@@ -17,14 +23,9 @@ def register_all_modules(init_default_scope: bool = True) -> None:
             another scope is current, a new instance is created under a unique
             name so the caller's scope is not overwritten.
     """
-    import sapiens2_mm.models  # noqa: F401
-    import sapiens2_mm.engine  # noqa: F401
-    for optional in ('codecs', 'datasets', 'evaluation', 'visualization'):
-        try:
-            __import__(f'sapiens2_mm.{optional}')
-        except ModuleNotFoundError as err:
-            if err.name != f'sapiens2_mm.{optional}':
-                raise
+    import importlib
+    for name in ALL_MODULES:
+        importlib.import_module(name)
     if not init_default_scope:
         return
     current = DefaultScope.get_current_instance()

@@ -1,0 +1,1 @@
+"""High-level inference APIs."""

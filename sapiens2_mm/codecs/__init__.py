@@ -1,0 +1,1 @@
+"""Keypoint codecs that differ from mmpose's."""

@@ -1,0 +1,1 @@
+"""datasets pose (filled by its task)."""

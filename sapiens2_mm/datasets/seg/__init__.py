@@ -1,0 +1,1 @@
+"""datasets seg (filled by its task)."""

@@ -1,0 +1,1 @@
+"""engine hooks (filled by its task)."""

@@ -1,0 +1,2 @@
+"""Evaluation metrics."""
+from .metrics import *  # noqa: F401,F403

@@ -1,0 +1,3 @@
+"""Metrics, grouped by task."""
+from .pose import *  # noqa: F401,F403
+from .seg import *  # noqa: F401,F403

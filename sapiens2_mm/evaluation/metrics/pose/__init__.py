@@ -1,0 +1,1 @@
+"""evaluation metrics pose (filled by its task)."""

@@ -1,0 +1,1 @@
+"""evaluation metrics seg (filled by its task)."""

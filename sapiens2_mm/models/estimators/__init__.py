@@ -1,0 +1,1 @@
+"""Estimators where the mmpose/mmseg classes do not fit."""

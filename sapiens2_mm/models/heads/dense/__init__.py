@@ -1,0 +1,1 @@
+"""models heads dense (filled by its task)."""

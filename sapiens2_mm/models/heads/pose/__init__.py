@@ -1,0 +1,1 @@
+"""models heads pose (filled by its task)."""

@@ -1,0 +1,1 @@
+"""models heads seg (filled by its task)."""

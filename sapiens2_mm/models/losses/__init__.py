@@ -1,0 +1,4 @@
+"""Training losses, one small module per loss, grouped by task."""
+from .dense import *  # noqa: F401,F403
+from .pose import *  # noqa: F401,F403
+from .seg import *  # noqa: F401,F403

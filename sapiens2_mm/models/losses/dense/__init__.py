@@ -1,0 +1,1 @@
+"""models losses dense (filled by its task)."""

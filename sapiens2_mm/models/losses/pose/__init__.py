@@ -1,0 +1,1 @@
+"""models losses pose (filled by its task)."""

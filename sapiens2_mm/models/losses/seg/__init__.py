@@ -1,0 +1,1 @@
+"""models losses seg (filled by its task)."""
