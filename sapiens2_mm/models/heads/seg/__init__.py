@@ -1,1 +1,4 @@
-"""models heads seg (filled by its task)."""
+"""Segmentation heads (imports mmseg)."""
+from .seg_head import SegHead
+
+__all__ = ['SegHead']

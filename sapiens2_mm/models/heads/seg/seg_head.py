@@ -1,0 +1,133 @@
+"""Sapiens2 body-part segmentation head (deconv upsampler + 1x1 classifier).
+
+Sapiens2 (Khirodkar et al., ICLR 2026, arXiv 2604.21681), reference section 2.4.
+"""
+import copy
+from typing import Optional, Sequence, Tuple, Union
+
+import torch
+from mmseg.models.decode_heads.decode_head import BaseDecodeHead
+from torch import nn
+
+from sapiens2_mm.registry import MODELS
+
+# ConvTranspose2d padding / output_padding that make a kernel upsample by 2.
+_DECONV_PADDING = {4: (1, 0), 3: (1, 1), 2: (0, 0)}
+# Upstream default loss written out with its scope prefix (see DESIGN.md).
+_DEFAULT_LOSS = dict(type='mmseg.CrossEntropyLoss', loss_weight=1.0)
+# The official head init: kaiming-normal (fan_out, relu) Conv2d weights, 0 bias.
+_DEFAULT_INIT = dict(type='Kaiming', layer='Conv2d', mode='fan_out',
+                     nonlinearity='relu', distribution='normal', bias=0)
+
+
+def _deconv_layers(in_channels: int, out_channels: Sequence[int],
+                   kernel_sizes: Sequence[int]) -> nn.Sequential:
+    """[ConvTranspose2d x2 (no bias), InstanceNorm2d (no affine), SiLU] x N."""
+    layers = []
+    for channels, kernel in zip(out_channels, kernel_sizes):
+        if kernel not in _DECONV_PADDING:
+            raise ValueError(
+                f'deconv kernel size {kernel} is not supported; use one of '
+                f'{sorted(_DECONV_PADDING)}.')
+        padding, output_padding = _DECONV_PADDING[kernel]
+        layers += [
+            nn.ConvTranspose2d(in_channels, channels, kernel, stride=2,
+                               padding=padding, output_padding=output_padding,
+                               bias=False),
+            nn.InstanceNorm2d(channels),
+            nn.SiLU(inplace=True),
+        ]
+        in_channels = channels
+    return nn.Sequential(*layers)
+
+
+def _conv_layers(in_channels: int, out_channels: Sequence[int],
+                 kernel_sizes: Sequence[int]) -> nn.Sequential:
+    """[Conv2d (bias), InstanceNorm2d (no affine), SiLU] x N."""
+    layers = []
+    for channels, kernel in zip(out_channels, kernel_sizes):
+        layers += [
+            nn.Conv2d(in_channels, channels, kernel, padding=(kernel - 1) // 2),
+            nn.InstanceNorm2d(channels),
+            nn.SiLU(inplace=True),
+        ]
+        in_channels = channels
+    return nn.Sequential(*layers)
+
+
+@MODELS.register_module()
+class SegHead(BaseDecodeHead):
+    """Official Sapiens2 segmentation head as an mmseg decode head.
+
+    Layout (official parameter names, so official checkpoints load unchanged):
+    ``deconv_layers`` (4 x [ConvTranspose2d k4 s2, IN, SiLU] = x16) ->
+    ``conv_layers`` ([Conv2d, IN, SiLU] per entry) -> ``conv_seg`` (1x1 to
+    ``num_classes``). Sequential indices skip the parameter-free norm and
+    activation, giving ``deconv_layers.{0,3,6,9}`` and ``conv_layers.{0,3}``.
+    No dropout (official has none), so ``dropout_ratio`` defaults to 0.
+
+    Args:
+        in_channels: backbone embed dim C.
+        num_classes: output classes (29).
+        deconv_out_channels: channels of each x2 transposed conv.
+        deconv_kernel_sizes: kernels (4, 3 or 2) of the transposed convs.
+        conv_out_channels: channels of the stride-1 convs.
+        conv_kernel_sizes: kernels of the stride-1 convs.
+        **kwargs: :class:`BaseDecodeHead` arguments (``loss_decode``,
+            ``ignore_index``, ``align_corners``, ``init_cfg`` ...).
+
+    Shapes:
+        input: tuple of (B, C, H/16, W/16) feature maps (the last is used).
+        output: (B, num_classes, H, W) logits for four x2 deconvs.
+    """
+
+    def __init__(self,
+                 in_channels: int,
+                 num_classes: int = 29,
+                 deconv_out_channels: Sequence[int] = (512, 256, 128, 64),
+                 deconv_kernel_sizes: Sequence[int] = (4, 4, 4, 4),
+                 conv_out_channels: Sequence[int] = (64, 64),
+                 conv_kernel_sizes: Sequence[int] = (1, 1),
+                 dropout_ratio: float = 0.0,
+                 loss_decode: Union[dict, Sequence[dict]] = _DEFAULT_LOSS,
+                 init_cfg: Optional[Union[dict, list]] = _DEFAULT_INIT,
+                 **kwargs) -> None:
+        if len(deconv_out_channels) != len(deconv_kernel_sizes):
+            raise ValueError(
+                f'deconv_out_channels {tuple(deconv_out_channels)} and '
+                f'deconv_kernel_sizes {tuple(deconv_kernel_sizes)} must have '
+                'the same length.')
+        if len(conv_out_channels) != len(conv_kernel_sizes):
+            raise ValueError(
+                f'conv_out_channels {tuple(conv_out_channels)} and '
+                f'conv_kernel_sizes {tuple(conv_kernel_sizes)} must have the '
+                'same length.')
+        channels = (list(conv_out_channels) + list(deconv_out_channels) +
+                    [in_channels])[0]
+        # The official init (kaiming-normal fan_out on Conv2d weights, zero
+        # biases) replaces mmseg's Normal(std=0.01) on conv_seg. mmengine's
+        # ``layer='Conv2d'`` matches by class name, so ConvTranspose2d keeps
+        # PyTorch's default init, as in the official head.
+        super().__init__(in_channels, channels, num_classes=num_classes,
+                         dropout_ratio=dropout_ratio,
+                         loss_decode=copy.deepcopy(loss_decode),
+                         init_cfg=copy.deepcopy(init_cfg), **kwargs)
+        self.deconv_layers = _deconv_layers(in_channels, deconv_out_channels,
+                                            deconv_kernel_sizes)
+        mid = deconv_out_channels[-1] if deconv_out_channels else in_channels
+        self.conv_layers = _conv_layers(mid, conv_out_channels,
+                                        conv_kernel_sizes)
+
+    def forward(self, inputs: Tuple[torch.Tensor, ...]) -> torch.Tensor:
+        """Upsample the last feature map and classify every pixel.
+
+        Args:
+            inputs: backbone outputs; ``inputs[in_index]`` is (B, C, h, w).
+
+        Returns:
+            (B, num_classes, h * 2**N, w * 2**N) logits, N = number of deconvs.
+        """
+        x = self._transform_inputs(inputs)
+        x = self.deconv_layers(x)
+        x = self.conv_layers(x)
+        return self.cls_seg(x)
