@@ -1,1 +1,4 @@
-"""evaluation metrics seg (filled by its task)."""
+"""Segmentation metrics (imports mmseg)."""
+from .seg_iou_metric import SegIoUMetric
+
+__all__ = ['SegIoUMetric']
