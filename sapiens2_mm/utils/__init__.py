@@ -17,3 +17,7 @@ __all__ += [
     'CheckpointMismatchError', 'check_state_dict', 'load_state_dict_checked',
     'read_checkpoint', 'select_prefix'
 ]
+from .official_keys import (TASKS, detect_task,  # noqa: E402
+                            official_to_package, package_to_official)
+
+__all__ += ['TASKS', 'detect_task', 'official_to_package', 'package_to_official']

@@ -230,8 +230,8 @@ class Sapiens2(BaseModule):
             load_state_dict_checked(self, state, source=path)
             self._is_init = True
             return
-        super().init_weights()
         self.reset_parameters()
+        self._is_init = True
 
     def reset_parameters(self) -> None:
         """Trunc-normal(0.02) linears, convs and tokens; norms 1; LayerScale."""
