@@ -1,1 +1,8 @@
-"""Keypoint codecs that differ from mmpose's."""
+"""Keypoint codecs that differ from mmpose's (registered in mmpose's registry)."""
+from .dark_udp import decode_udp_heatmaps, heatmap_argmax, refine_dark_udp
+from .udp_heatmap import Sapiens2UDPHeatmap
+
+__all__ = [
+    'Sapiens2UDPHeatmap', 'decode_udp_heatmaps', 'heatmap_argmax',
+    'refine_dark_udp'
+]

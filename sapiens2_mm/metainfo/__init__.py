@@ -1,0 +1,1 @@
+"""Dataset meta information shipped as package data (json + mmpose-style .py)."""
