@@ -31,11 +31,34 @@ def _mmengine_checkpoint_globals() -> list:
     return allowed
 
 
+def _history_buffer_state(self) -> dict:
+    """Pickle state of a ``HistoryBuffer`` without its statistics methods.
+
+    mmengine pickles ``_statistics_methods`` (functions, stored as
+    ``getattr(HistoryBuffer, 'min')``), and ``getattr`` can never be allowlisted
+    safely. The methods live on the class and ``__setstate__`` restores them, so
+    leaving them out loses nothing.
+    """
+    return {k: v for k, v in self.__dict__.items() if k != 'statistics_methods'}
+
+
+def make_history_buffer_weights_only_safe() -> None:
+    """Patch ``HistoryBuffer.__getstate__`` so new checkpoints need no getattr.
+
+    Checkpoints written by plain mmengine (without sapiens2_mm imported) still
+    hold ``getattr`` and are refused by weights-only loading; resave them, or
+    load them with ``weights_only=False`` only if you trust their source.
+    """
+    from mmengine.logging.history_buffer import HistoryBuffer
+    HistoryBuffer.__getstate__ = _history_buffer_state
+
+
 def allow_mmengine_checkpoint_globals() -> None:
     """Add the globals of mmengine checkpoints to torch's weights-only allowlist.
 
     Idempotent. Does nothing on torch versions without ``add_safe_globals``.
     """
+    make_history_buffer_weights_only_safe()
     add = getattr(torch.serialization, 'add_safe_globals', None)
     if add is None:
         return
