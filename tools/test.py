@@ -1,0 +1,174 @@
+"""Evaluate a checkpoint with mmengine's Runner.
+
+Usage::
+
+    python tools/test.py CONFIG CHECKPOINT [--work-dir DIR] [--out FILE.pkl]
+        [--show-dir DIR] [--cfg-options key=value ...]
+        [--launcher none|pytorch|slurm]
+
+CHECKPOINT may be an official Sapiens2 task ``.safetensors`` file or a ``.pth``
+saved by tools/train.py. Either is loaded strictly: a checkpoint of another
+task or model size fails with the list of mismatching keys. The metrics are
+printed and written to ``<work dir>/test_metrics.json``.
+"""
+import argparse
+import json
+import os
+import os.path as osp
+import sys
+from typing import List, Optional
+
+from mmengine.config import Config, DictAction
+
+sys.path.insert(0, osp.dirname(osp.abspath(__file__)))
+from train import (  # noqa: E402
+    ToolError,
+    build_runner,
+    ensure_writable_dir,
+    load_config,
+    resolve_work_dir,
+)
+
+METRICS_FILE = 'test_metrics.json'
+
+
+def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description='Test (and evaluate) a sapiens2_mm model')
+    parser.add_argument('config', help='config file path')
+    parser.add_argument(
+        'checkpoint', help='checkpoint: official .safetensors or a .pth')
+    parser.add_argument(
+        '--work-dir', help='where logs and metrics go (default: '
+        './work_dirs/<config name>)')
+    parser.add_argument(
+        '--out', help='dump the raw predictions to this .pkl file')
+    parser.add_argument(
+        '--show-dir', help='write visualisations of the predictions here')
+    parser.add_argument(
+        '--cfg-options', nargs='+', action=DictAction,
+        help='override config keys; keys the config does not have are '
+        'refused')
+    parser.add_argument(
+        '--launcher', choices=['none', 'pytorch', 'slurm', 'mpi'],
+        default='none', help='job launcher')
+    parser.add_argument('--local_rank', '--local-rank', type=int, default=0)
+    args = parser.parse_args(argv)
+    if 'LOCAL_RANK' not in os.environ:
+        os.environ['LOCAL_RANK'] = str(args.local_rank)
+    return args
+
+
+def set_checkpoint(cfg: Config, checkpoint: str) -> None:
+    """Load ``checkpoint`` strictly through CheckedCheckpointLoadHook.
+
+    mmengine's ``load_from`` would read only torch files and load them
+    non-strictly; the hook reads .safetensors too and lists mismatching keys.
+    """
+    if not osp.isfile(checkpoint):
+        raise ToolError(
+            f'Checkpoint not found: {checkpoint!r}. Pass a .pth from '
+            'tools/train.py or an official .safetensors file.')
+    cfg.load_from = None
+    cfg.resume = False
+    hooks = [
+        h for h in (cfg.get('custom_hooks') or [])
+        if 'CheckedCheckpointLoadHook' not in str(h.get('type'))
+    ]
+    hooks.append(dict(type='CheckedCheckpointLoadHook', checkpoint=checkpoint))
+    cfg.custom_hooks = hooks
+
+
+def add_dump(cfg: Config, out: str) -> None:
+    """Append mmengine's DumpResults metric writing predictions to ``out``."""
+    if not out.endswith(('.pkl', '.pickle')):
+        raise ToolError(f'--out must be a .pkl file, got {out!r}')
+    ensure_writable_dir(osp.dirname(osp.abspath(out)), '--out directory')
+    evaluator = cfg.test_evaluator
+    metrics = list(evaluator) if isinstance(evaluator, (list, tuple)) else [
+        evaluator
+    ]
+    metrics.append(dict(type='DumpResults', out_file_path=out))
+    cfg.test_evaluator = metrics
+
+
+def _visualization_hooks(cfg: Config) -> list:
+    hooks = [h for h in (cfg.get('default_hooks') or {}).values()
+             if isinstance(h, dict)]
+    hooks += list(cfg.get('custom_hooks') or [])
+    return [h for h in hooks if 'Visualization' in str(h.get('type'))]
+
+
+def enable_show_dir(cfg: Config, show_dir: str) -> None:
+    """Switch the task's visualisation hook on and point it at ``show_dir``.
+
+    mmpose's PoseVisualizationHook takes ``enable``/``out_dir`` and writes the
+    files itself; mmseg's SegVisualizationHook takes ``draw`` and writes
+    through the visualizer's LocalVisBackend (``show_dir/vis_data/vis_image``).
+    """
+    hooks = _visualization_hooks(cfg)
+    if not hooks:
+        raise ToolError(
+            f'--show-dir needs a visualization hook in the config '
+            f'({cfg.filename}); add e.g. default_hooks.visualization='
+            "dict(type='mmpose.PoseVisualizationHook').")
+    show_dir = osp.abspath(ensure_writable_dir(show_dir, '--show-dir'))
+    for hook in hooks:
+        hook['interval'] = 1
+        if 'Pose' in str(hook['type']):
+            hook['enable'] = True
+            hook['out_dir'] = show_dir
+        else:
+            hook['draw'] = True
+            if cfg.get('visualizer') is not None:
+                cfg.visualizer['save_dir'] = show_dir
+
+
+def build_cfg(args: argparse.Namespace) -> Config:
+    cfg = load_config(args.config, args.cfg_options)
+    cfg.launcher = args.launcher
+    resolve_work_dir(cfg, args.work_dir, args.config)
+    set_checkpoint(cfg, args.checkpoint)
+    if cfg.get('test_dataloader') is None or cfg.get('test_evaluator') is None:
+        raise ToolError(
+            f'{args.config} has no test_dataloader/test_evaluator to test '
+            'with.')
+    if args.out:
+        add_dump(cfg, args.out)
+    if args.show_dir:
+        enable_show_dir(cfg, args.show_dir)
+    return cfg
+
+
+def main(argv: Optional[List[str]] = None) -> dict:
+    args = parse_args(argv)
+    from sapiens2_mm.utils import register_all_modules
+    from sapiens2_mm.utils.cfg_options import UnknownConfigKeyError
+    register_all_modules(init_default_scope=False)
+    try:
+        cfg = build_cfg(args)
+    except (ToolError, UnknownConfigKeyError) as err:
+        sys.exit(f'error: {err}')
+    runner = build_runner(cfg)
+    try:
+        metrics = runner.test()
+    except Exception as err:
+        from sapiens2_mm.utils.checkpoint import CheckpointMismatchError
+        if isinstance(err, CheckpointMismatchError) or (
+                isinstance(err, ValueError) and args.checkpoint in str(err)):
+            sys.exit(f'error: {err}')
+        raise
+    from mmengine.dist import is_main_process
+    if is_main_process():
+        plain = {k: (v.item() if hasattr(v, 'item') else v)
+                 for k, v in metrics.items()}
+        path = osp.join(cfg.work_dir, METRICS_FILE)
+        with open(path, 'w') as f:
+            json.dump(plain, f, indent=2)
+        print(json.dumps(plain))
+        print(f'Metrics written to {path}')
+    return metrics
+
+
+if __name__ == '__main__':
+    main()
