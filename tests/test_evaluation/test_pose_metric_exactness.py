@@ -1,0 +1,258 @@
+"""KeypointOKSMetric / Keypoints308Metric against pycocotools, mmpose, xtcocotools.
+
+Data: the 4 real COCO images (14 people) of tests/data/coco_sample with perturbed
+ground-truth predictions (fixed seed: noise, dropped keypoints, random scores,
+near-duplicates and false positives).
+"""
+import contextlib
+import importlib.util
+import io
+import json
+import os.path as osp
+from collections import defaultdict
+
+import numpy as np
+import pytest
+
+from sapiens2_mm.evaluation.metrics.pose import (
+    KeypointOKSMetric,
+    Keypoints308Metric,
+    load_keypoints308_info,
+)
+
+from ..conftest import REPO_DIR
+from .test_pose_data import (
+    COCO17_JSON,
+    COCO17_SIGMAS,
+    WHOLEBODY_JSON,
+    load_json,
+    perfect_predictions,
+    perturbed_predictions,
+    pycocotools_stats,
+    run_metric,
+)
+
+FIELD308 = 'goliath_wholebody_kpts'
+PARTS = ('body', 'foot', 'face', 'left_hand', 'right_hand')
+
+
+def _converter():
+    path = osp.join(REPO_DIR, 'tools', 'dataset_converters',
+                    'coco_wholebody_to_sapiens308.py')
+    spec = importlib.util.spec_from_file_location('wb308', path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _ordered_dets(samples, index=None):
+    """Result dicts in the order the metric keeps them (image of first
+    appearance, instance id), score = bbox score."""
+    per_img = defaultdict(list)
+    for s in samples:
+        per_img[s['img_id']].append(s)
+    dets = []
+    for img, ss in per_img.items():
+        for s in sorted(ss, key=lambda s: s['id']):
+            p = s['pred_instances']
+            k = np.concatenate([
+                p['keypoints'][0].astype(np.float64),
+                p['keypoint_scores'][0, :, None].astype(np.float64)
+            ], 1)
+            if index is not None:
+                k = k[index]
+            dets.append(dict(image_id=img, category_id=1,
+                             keypoints=k.reshape(-1).tolist(),
+                             score=float(p['bbox_scores'][0])))
+    return dets
+
+
+def _stats(metrics):
+    return np.array(list(metrics.values())[:10])
+
+
+def _mmpose_coco_metric(ann_file, samples, sigmas, **kwargs):
+    from mmpose.evaluation.metrics import CocoMetric
+    metric = CocoMetric(ann_file=ann_file, **kwargs)
+    meta = dict(num_keypoints=len(sigmas), sigmas=np.asarray(sigmas),
+                dataset_name='test')
+    with contextlib.redirect_stdout(io.StringIO()):
+        return _stats(run_metric(metric, samples, meta=meta))
+
+
+@pytest.fixture(scope='module')
+def gt308(tmp_path_factory):
+    """Converted COCO-WholeBody sample, with synthetic dense-face labels (the
+    133 layout has none of the 238 face points) inside each valid face box."""
+    gt = _converter().convert(load_json(WHOLEBODY_JSON))
+    src = {a['id']: a for a in load_json(WHOLEBODY_JSON)['annotations']}
+    face = np.array(load_keypoints308_info()['groups']['face'])
+    rng = np.random.default_rng(1)
+    for ann in gt['annotations']:
+        if not src[ann['id']]['face_valid']:
+            continue
+        x, y, w, h = src[ann['id']]['face_box']
+        k = np.array(ann[FIELD308], dtype=np.float64).reshape(-1, 3)
+        k[face, 0] = x + rng.uniform(0, w, len(face))
+        k[face, 1] = y + rng.uniform(0, h, len(face))
+        k[face, 2] = 2
+        ann[FIELD308] = k.reshape(-1).tolist()
+        ann['num_keypoints'] = int((k[:, 2] > 0).sum())
+    path = tmp_path_factory.mktemp('gt308') / 'gt308.json'
+    path.write_text(json.dumps(gt))
+    return str(path), gt
+
+
+def _layout_json(gt, index, path):
+    """Copy of ``gt`` whose ``keypoints`` hold the ``index`` subset of the 308
+    field, with ``num_keypoints`` recounted (what COCOeval reads)."""
+    out = json.loads(json.dumps(gt))
+    for ann in out['annotations']:
+        k = np.array(ann[FIELD308]).reshape(-1, 3)[index]
+        ann['keypoints'] = k.reshape(-1).tolist()
+        ann['num_keypoints'] = int((k[:, 2] > 0).sum())
+    path.write_text(json.dumps(out))
+    return str(path)
+
+
+@pytest.mark.parametrize('seed,noise', [(0, 0.03), (1, 0.06), (2, 0.015)])
+def test_coco17_equals_pycocotools(seed, noise):
+    samples = perturbed_predictions(load_json(COCO17_JSON), seed=seed,
+                                    noise=noise)
+    metric = KeypointOKSMetric(ann_file=COCO17_JSON, sigmas=COCO17_SIGMAS,
+                               score_mode='bbox', nms_mode='none')
+    ours = _stats(run_metric(metric, samples))
+    ref = pycocotools_stats(COCO17_JSON, _ordered_dets(samples), COCO17_SIGMAS)
+    assert 0.05 < ours[0] < 0.95  # a non-trivial operating point
+    np.testing.assert_allclose(ours, ref, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize('seed,noise', [(0, 0.03), (3, 0.06)])
+def test_coco17_equals_mmpose_coco_metric(seed, noise):
+    """Full pipeline: bbox_keypoint scoring + OKS-NMS + COCOeval."""
+    samples = perturbed_predictions(load_json(COCO17_JSON), seed=seed,
+                                    noise=noise)
+    metric = KeypointOKSMetric(ann_file=COCO17_JSON, sigmas=COCO17_SIGMAS)
+    ours = _stats(run_metric(metric, samples))
+    ref = _mmpose_coco_metric(COCO17_JSON, samples, COCO17_SIGMAS)
+    np.testing.assert_allclose(ours, ref, rtol=0, atol=1e-6)
+    # the duplicates must have been removed by NMS: without it AP differs
+    no_nms = KeypointOKSMetric(ann_file=COCO17_JSON, sigmas=COCO17_SIGMAS,
+                               nms_mode='none')
+    assert abs(_stats(run_metric(no_nms, samples))[0] - ours[0]) > 1e-3
+
+
+def test_coco17_mmpose_box_areas():
+    """With boxes in the samples, mmpose uses bbox_scales for NMS areas and the
+    box for the detection area; the two options reproduce that."""
+    samples = perturbed_predictions(load_json(COCO17_JSON), seed=4)
+    rng = np.random.default_rng(4)
+    for s in samples:
+        xy = s['pred_instances']['keypoints'][0]
+        lo, hi = xy.min(0), xy.max(0)
+        s['pred_instances']['bboxes'] = np.concatenate([lo, hi])[None] * [
+            0.9, 0.9, 1.1, 1.1]
+        s['gt_instances']['bbox_scales'] = (hi - lo)[None] * rng.uniform(
+            1.0, 1.5)
+    metric = KeypointOKSMetric(ann_file=COCO17_JSON, sigmas=COCO17_SIGMAS,
+                               nms_area_source='bbox_scale',
+                               det_area_source='bbox')
+    ours = _stats(run_metric(metric, samples))
+    ref = _mmpose_coco_metric(COCO17_JSON, samples, COCO17_SIGMAS)
+    np.testing.assert_allclose(ours, ref, rtol=0, atol=1e-6)
+
+
+def test_gt_from_raw_ann_info_equals_ann_file():
+    gt = load_json(COCO17_JSON)
+    anns = defaultdict(list)
+    for a in gt['annotations']:
+        anns[a['image_id']].append(a)
+    samples = perturbed_predictions(gt, seed=5)
+    for s in samples:
+        s['raw_ann_info'] = anns[s['img_id']]
+        s['ori_shape'] = (480, 640)
+    a = run_metric(KeypointOKSMetric(ann_file=COCO17_JSON,
+                                     sigmas=COCO17_SIGMAS), samples)
+    b = run_metric(KeypointOKSMetric(sigmas=COCO17_SIGMAS), samples)
+    np.testing.assert_allclose(_stats(a), _stats(b), rtol=0, atol=1e-12)
+
+
+def test_sigmas_from_dataset_meta():
+    samples = perturbed_predictions(load_json(COCO17_JSON), seed=6)
+    a = run_metric(KeypointOKSMetric(ann_file=COCO17_JSON), samples,
+                   meta=dict(sigmas=COCO17_SIGMAS, dataset_name='coco'))
+    b = run_metric(KeypointOKSMetric(ann_file=COCO17_JSON,
+                                     sigmas=COCO17_SIGMAS), samples)
+    np.testing.assert_allclose(_stats(a), _stats(b), rtol=0, atol=0)
+
+
+def test_perfect_predictions_ap_one(gt308):
+    path, gt = gt308
+    metric = Keypoints308Metric(ann_file=path)
+    res = run_metric(metric, perfect_predictions(gt, FIELD308))
+    for key in ['AP', 'AP .5', 'AP .75', 'AR'] + [f'{p}/AP' for p in PARTS]:
+        assert res[key] == pytest.approx(1.0, abs=1e-12), key
+    gt17 = load_json(COCO17_JSON)
+    res = run_metric(KeypointOKSMetric(ann_file=COCO17_JSON,
+                                       sigmas=COCO17_SIGMAS),
+                     perfect_predictions(gt17))
+    assert res['AP'] == pytest.approx(1.0, abs=1e-12)
+
+
+def test_308_whole_body_equals_xtcocotools_via_mmpose(gt308, tmp_path):
+    """All 308 keypoints, full official pipeline, vs mmpose CocoMetric
+    (xtcocotools COCOeval, 308 sigmas) on a json whose ``keypoints`` hold the
+    308 field."""
+    path, gt = gt308
+    sigmas = load_keypoints308_info()['sigmas']
+    ref_json = _layout_json(gt, np.arange(308), tmp_path / 'all.json')
+    for seed in (0, 1):
+        samples = perturbed_predictions(gt, field=FIELD308, seed=seed,
+                                        noise=sigmas)
+        ours = run_metric(Keypoints308Metric(ann_file=path), samples)
+        ref = _mmpose_coco_metric(ref_json, samples, sigmas)
+        assert 0.05 < ours['AP'] < 0.95
+        np.testing.assert_allclose(_stats(ours), ref, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize('part', PARTS)
+def test_308_parts_equal_pycocotools(gt308, tmp_path, part):
+    """Each part: pycocotools COCOeval with the part's sigmas on the part's
+    keypoints (GT and predictions sliced)."""
+    path, gt = gt308
+    info = load_keypoints308_info()
+    index = np.array(info['groups'][part])
+    samples = perturbed_predictions(gt, field=FIELD308, seed=7,
+                                    noise=info['sigmas'])
+    ours = run_metric(Keypoints308Metric(ann_file=path, nms_mode='none',
+                                         score_mode='bbox'), samples)
+    ref_json = _layout_json(gt, index, tmp_path / f'{part}.json')
+    ref = pycocotools_stats(ref_json, _ordered_dets(samples, index),
+                            info['sigmas'][index])
+    assert ours[f'{part}/AP'] == pytest.approx(ref[0], abs=1e-6)
+    assert ours[f'{part}/AR'] == pytest.approx(ref[5], abs=1e-6)
+    assert ref[0] > 0.05
+
+
+def test_generic_metric_with_133_wholebody_fields():
+    """The 133-keypoint COCO-WholeBody layout (several fields) with parts
+    equals pycocotools on the body part and the whole body."""
+    from mmpose.datasets.datasets.utils import parse_pose_metainfo
+    meta = parse_pose_metainfo(
+        dict(from_file='configs/_base_/datasets/coco_wholebody.py'))
+    sigmas = meta['sigmas'].astype(np.float64)
+    fields = ['keypoints', 'foot_kpts', 'face_kpts', 'lefthand_kpts',
+              'righthand_kpts']
+    gt = load_json(WHOLEBODY_JSON)
+    for a in gt['annotations']:
+        a['wb'] = sum((a[f] for f in fields), [])
+    samples = perturbed_predictions(gt, field='wb', seed=8, noise=0.03)
+    metric = KeypointOKSMetric(ann_file=WHOLEBODY_JSON, sigmas=sigmas,
+                               gt_keypoint_field=fields,
+                               parts=dict(body=range(17)),
+                               score_mode='bbox', nms_mode='none')
+    ours = run_metric(metric, samples)
+    body = pycocotools_stats(WHOLEBODY_JSON, _ordered_dets(samples,
+                                                           np.arange(17)),
+                             sigmas[:17])
+    assert ours['body/AP'] == pytest.approx(body[0], abs=1e-6)
