@@ -1,4 +1,5 @@
-"""Segmentation heads (imports mmseg)."""
+"""Segmentation head and flip test (imports mmseg)."""
+from .flip_tta import SegFlipTTAModel, swap_channels
 from .seg_head import SegHead
 
-__all__ = ['SegHead']
+__all__ = ['SegHead', 'SegFlipTTAModel', 'swap_channels']
