@@ -1,10 +1,17 @@
 """Compatibility fixes, scope set-up and checkpoint loading."""
-from .checkpoint import (CheckpointMismatchError, check_state_dict,
-                         load_state_dict_checked, read_checkpoint, select_prefix)
-from .mmcv_ext_fallback import (MissingCompiledOpError, compiled_mmcv_available,
-                                install_mmcv_ext_fallback)
-from .official_keys import (TASKS, detect_task, official_to_package,
-                            package_to_official)
+from .checkpoint import (
+                         CheckpointMismatchError,
+                         check_state_dict,
+                         load_state_dict_checked,
+                         read_checkpoint,
+                         select_prefix,
+)
+from .mmcv_ext_fallback import (
+                         MissingCompiledOpError,
+                         compiled_mmcv_available,
+                         install_mmcv_ext_fallback,
+)
+from .official_keys import TASKS, detect_task, official_to_package, package_to_official
 from .safe_torch_load import allow_mmengine_checkpoint_globals
 from .setup_env import register_all_modules
 

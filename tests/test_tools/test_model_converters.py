@@ -8,9 +8,11 @@ import torch
 from safetensors.torch import load_file
 
 from sapiens2_mm.utils import detect_task
-from sapiens2_mm.utils.checkpoint_convert import (mmengine_to_official,
-                                                  official_to_mmengine,
-                                                  publish_checkpoint)
+from sapiens2_mm.utils.checkpoint_convert import (
+    mmengine_to_official,
+    official_to_mmengine,
+    publish_checkpoint,
+)
 
 
 @pytest.mark.parametrize('name,task', [

@@ -4,8 +4,12 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from sapiens2_mm.models.backbones import Sapiens2
-from sapiens2_mm.utils import (CheckpointMismatchError, load_state_dict_checked,
-                               read_checkpoint, select_prefix)
+from sapiens2_mm.utils import (
+    CheckpointMismatchError,
+    load_state_dict_checked,
+    read_checkpoint,
+    select_prefix,
+)
 
 TINY18 = dict(embed_dims=32, num_layers=18, num_heads=4, feedforward_channels=128,
               num_tokenizer_layers=2)

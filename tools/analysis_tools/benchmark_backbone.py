@@ -78,7 +78,7 @@ def main(argv=None):
         dtype = torch.float32 if name == 'fp32' else torch.bfloat16
         peak = gemm_peak_gflops(dtype, args.gemm_size, args.iters)
 
-        def forward():
+        def forward(name=name):
             with torch.no_grad(), torch.autocast(
                     'cpu', dtype=torch.bfloat16, enabled=name == 'bf16'):
                 outputs[name] = model(x)[0].float()

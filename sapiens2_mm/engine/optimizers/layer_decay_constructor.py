@@ -16,8 +16,9 @@ def sapiens2_layer_id(name: str, num_layers: int) -> int:
     """Layer id of a parameter under the official rule (reference 5.5).
 
     Args:
-        name: parameter name in the task model, e.g. ``backbone.blocks.3.attn.wq.weight``.
-            Names of a bare backbone (no ``backbone.``) are accepted too.
+        name: parameter name in the task model, e.g.
+            ``backbone.blocks.3.attn.wq.weight``. Names of a bare backbone
+            (no ``backbone.``) are accepted too.
         num_layers: L, the number of transformer blocks.
 
     Raises:

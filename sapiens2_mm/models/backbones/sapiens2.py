@@ -14,8 +14,14 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from ...registry import MODELS
-from ..layers import (LayerScale, PatchEmbed, RopePositionEmbedding,
-                      Sapiens2Block, WindowTokenizer, build_rms_norm)
+from ..layers import (
+    LayerScale,
+    PatchEmbed,
+    RopePositionEmbedding,
+    Sapiens2Block,
+    WindowTokenizer,
+    build_rms_norm,
+)
 from .arch_zoo import num_kv_heads_of_block, resolve_arch
 
 OUT_TYPES = ('raw', 'cls_token', 'featmap')
@@ -222,8 +228,11 @@ class Sapiens2(BaseModule):
         must fit, else :class:`CheckpointMismatchError` lists the mismatches.
         """
         if self.init_cfg and self.init_cfg.get('type') == 'Pretrained':
-            from ...utils.checkpoint import (load_state_dict_checked,
-                                             read_checkpoint, select_prefix)
+            from ...utils.checkpoint import (
+                load_state_dict_checked,
+                read_checkpoint,
+                select_prefix,
+            )
             path = self.init_cfg['checkpoint']
             prefix = self.init_cfg.get('prefix', 'backbone.')
             state = select_prefix(read_checkpoint(path), prefix)
