@@ -201,7 +201,7 @@ class KeypointOKSMetric(BaseMetric):
                 pred['scale_areas'] = np.prod(
                     _to_numpy(gt_inst['bbox_scales']), axis=1)
             gt = None
-            if self.ann_file is None:
+            if self.ann_file is None and not self.format_only:
                 if 'raw_ann_info' not in sample:
                     raise ValueError(
                         f'{type(self).__name__}: no ann_file and data sample '
