@@ -1,0 +1,131 @@
+"""SegIoUMetric: official SegEvaluator vectors, mmseg IoUMetric equality."""
+import json
+import os.path as osp
+
+import numpy as np
+import pytest
+import torch
+from mmengine.structures import PixelData
+from mmseg.evaluation import IoUMetric
+from mmseg.structures import SegDataSample
+from safetensors.torch import load_file
+
+from sapiens2_mm.metainfo.seg29 import seg29_metainfo
+from sapiens2_mm.registry import METRICS
+from tests.conftest import DATA_DIR
+
+CLASSES = seg29_metainfo()['classes']
+
+
+def _metric(**kwargs):
+    metric = METRICS.build(dict(type='SegIoUMetric', **kwargs))
+    metric.dataset_meta = dict(classes=CLASSES)
+    return metric
+
+
+def _sample(gt, logits=None, pred=None):
+    sample = SegDataSample(gt_sem_seg=PixelData(data=gt))
+    if logits is not None:
+        sample.seg_logits = PixelData(data=logits)
+    if pred is not None:
+        sample.pred_sem_seg = PixelData(data=pred)
+    return sample.to_dict()
+
+
+def test_reproduces_official_evaluator():
+    data = load_file(osp.join(DATA_DIR, 'official_metrics',
+                              'metrics_inputs.safetensors'))
+    with open(osp.join(DATA_DIR, 'official_metrics',
+                       'metrics_manifest.json')) as f:
+        manifest = json.load(f)['seg']
+    assert manifest['cfg']['nan_to_num'] == 0.0
+    metric = _metric()
+    for i in range(3):
+        # logits at half the label size: the metric resizes them.
+        metric.process({}, [
+            _sample(gt, logits=logits)
+            for logits, gt in zip(data[f'seg_pred_{i}'], data[f'seg_gt_{i}'])
+        ])
+    result = metric.evaluate(6)
+    for name, value in manifest['metrics'].items():
+        assert result[name] == pytest.approx(round(value, 2), abs=1e-6), name
+    assert len([k for k in result if k.startswith('IoU.')]) == 29
+
+
+def _random_case(seed, absent=(3, 9, 27)):
+    g = torch.Generator().manual_seed(seed)
+    samples = []
+    for _ in range(3):
+        gt = torch.randint(0, 29, (1, 20, 16), generator=g)
+        pred = torch.randint(0, 29, (1, 20, 16), generator=g)
+        for c in absent:  # absent from both GT and prediction
+            gt[gt == c] = 0
+            pred[pred == c] = 1
+        gt[0, :2] = 255
+        samples.append((gt, pred))
+    return samples
+
+
+def test_mmseg_convention_equals_mmseg_iou_metric():
+    ours = _metric(nan_to_num=None)
+    theirs = IoUMetric(iou_metrics=['mIoU'])
+    theirs.dataset_meta = dict(classes=CLASSES)
+    for gt, pred in _random_case(0):
+        batch = [_sample(gt, pred=pred)]
+        ours.process({}, batch)
+        theirs.process({}, batch)
+    a, b = ours.evaluate(3), theirs.evaluate(3)
+    for key in ('aAcc', 'mIoU', 'mAcc'):
+        assert a[key] == b[key], key
+    assert np.isnan(a['IoU.Face_Neck'])
+
+
+def test_official_convention_counts_absent_classes_as_zero():
+    """Hand computation over dataset-level sums, absent classes -> 0."""
+    samples = _random_case(1)
+    metric = _metric()
+    inter = np.zeros(29)
+    union = np.zeros(29)
+    label = np.zeros(29)
+    for gt, pred in samples:
+        metric.process({}, [_sample(gt, pred=pred)])
+        valid = gt != 255
+        g, p = gt[valid].numpy(), pred[valid].numpy()
+        for c in range(29):
+            inter[c] += np.sum((g == c) & (p == c))
+            union[c] += np.sum((g == c) | (p == c))
+            label[c] += np.sum(g == c)
+    result = metric.evaluate(3)
+    with np.errstate(invalid='ignore', divide='ignore'):
+        iou = np.nan_to_num(inter / union, nan=0.0)
+        acc = np.nan_to_num(inter / label, nan=0.0)
+    assert result['mIoU'] == pytest.approx(round(iou.mean() * 100, 2))
+    assert result['mAcc'] == pytest.approx(round(acc.mean() * 100, 2))
+    assert result['aAcc'] == pytest.approx(
+        round(inter.sum() / label.sum() * 100, 2))
+    assert result['IoU.Face_Neck'] == 0.0
+    mmseg_style = _metric(nan_to_num=None)
+    for gt, pred in samples:
+        mmseg_style.process({}, [_sample(gt, pred=pred)])
+    assert mmseg_style.evaluate(3)['mIoU'] > result['mIoU']
+
+
+def test_logits_are_resized_bilinearly_before_argmax():
+    logits = torch.zeros(29, 2, 2)
+    logits[1, :, 0] = 1.0   # left column class 1
+    logits[2, :, 1] = 1.0   # right column class 2
+    gt = torch.ones(1, 4, 4, dtype=torch.long)
+    gt[..., 2:] = 2
+    metric = _metric()
+    metric.process({}, [_sample(gt, logits=logits)])
+    result = metric.evaluate(1)
+    assert result['aAcc'] == 100.0
+    assert result['IoU.Apparel'] == 100.0 and result['IoU.Eyeglass'] == 100.0
+
+
+def test_prediction_of_wrong_size_is_an_error():
+    metric = _metric()
+    gt = torch.zeros(1, 4, 4, dtype=torch.long)
+    with pytest.raises(ValueError, match=r'\(3, 4\).*\(4, 4\)'):
+        metric.process({}, [_sample(gt, pred=torch.zeros(1, 3, 4,
+                                                         dtype=torch.long))])
