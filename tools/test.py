@@ -26,6 +26,7 @@ from train import (  # noqa: E402
     build_runner,
     ensure_writable_dir,
     load_config,
+    prepare_cpu_distributed,
     resolve_work_dir,
 )
 
@@ -149,6 +150,7 @@ def main(argv: Optional[List[str]] = None) -> dict:
         cfg = build_cfg(args)
     except (ToolError, UnknownConfigKeyError) as err:
         sys.exit(f'error: {err}')
+    prepare_cpu_distributed(cfg)
     runner = build_runner(cfg)
     try:
         metrics = runner.test()

@@ -137,6 +137,31 @@ def add_rng_state_hook(cfg: Config) -> None:
     cfg.custom_hooks = hooks
 
 
+def prepare_cpu_distributed(cfg: Config) -> None:
+    """Let ``--launcher pytorch`` run on CPU-only machines (gloo).
+
+    mmengine's ``init_dist`` calls ``torch.cuda.set_device`` unconditionally
+    and wraps DDP with ``device_ids=[LOCAL_RANK]``; both fail without a GPU.
+    Here the process group is initialised first (the Runner then skips its own
+    init) and DDP gets ``device_ids=None``, as torch requires for CPU modules.
+    """
+    import torch.distributed as torch_dist
+    from mmengine.device import get_device
+    if cfg.launcher != 'pytorch' or get_device() != 'cpu':
+        return
+    dist_cfg = cfg.setdefault('env_cfg', {}).setdefault('dist_cfg', {})
+    if dist_cfg.get('backend', 'nccl') != 'gloo':
+        print(f'No GPU: using the gloo backend instead of '
+              f'{dist_cfg.get("backend", "nccl")!r}.', file=sys.stderr)
+        dist_cfg['backend'] = 'gloo'
+    if not torch_dist.is_initialized():
+        torch_dist.init_process_group(**dist_cfg)
+    wrapper = cfg.get('model_wrapper_cfg') or dict(
+        type='MMDistributedDataParallel')
+    wrapper.setdefault('device_ids', None)
+    cfg.model_wrapper_cfg = wrapper
+
+
 def build_cfg(args: argparse.Namespace) -> Config:
     """The training config after every command-line option is applied."""
     cfg = load_config(args.config, args.cfg_options)
@@ -169,6 +194,7 @@ def main(argv: Optional[List[str]] = None):
         cfg = build_cfg(args)
     except (ToolError, UnknownConfigKeyError) as err:
         sys.exit(f'error: {err}')
+    prepare_cpu_distributed(cfg)
     runner = build_runner(cfg)
     runner.train()
     return runner

@@ -1,0 +1,218 @@
+"""tools/train.py and tools/test.py end to end, and their error paths."""
+import json
+import os
+import os.path as osp
+import pickle
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+from mmengine.config import Config
+
+from .workflow_utils import TEST, TRAIN, WORKFLOW_CFG, load_tool, make_data, run_tool
+
+train_tool = load_tool('train')
+test_tool = load_tool('test')
+
+
+@pytest.fixture(scope='module')
+def trained(tmp_path_factory):
+    """A 6-iteration single-process training run of the workflow config."""
+    root = tmp_path_factory.mktemp('workflow')
+    data = make_data(str(root / 'data'))
+    work = str(root / 'train')
+    run_tool([TRAIN, WORKFLOW_CFG, '--work-dir', work], data)
+    return SimpleNamespace(data=data, work=work, root=root,
+                           ckpt=osp.join(work, 'iter_6.pth'))
+
+
+def _label_maps(data_root):
+    import cv2
+    ann = osp.join(data_root, 'ann_dir', 'val')
+    return {name: cv2.imread(osp.join(ann, name), cv2.IMREAD_UNCHANGED)
+            for name in sorted(os.listdir(ann))}
+
+
+def _miou_numpy(preds, labels, num_classes=3):
+    """Independent mIoU/aAcc from a summed confusion matrix."""
+    conf = np.zeros((num_classes, num_classes), np.int64)
+    for pred, gt in zip(preds, labels):
+        conf += np.bincount(gt.ravel() * num_classes + pred.ravel(),
+                            minlength=num_classes**2).reshape(num_classes, -1)
+    inter = np.diag(conf)
+    union = conf.sum(0) + conf.sum(1) - inter
+    iou = inter / np.maximum(union, 1)
+    return dict(aAcc=100 * inter.sum() / conf.sum(),
+                mIoU=100 * np.nanmean(np.where(union > 0, iou, np.nan)))
+
+
+def test_train_writes_checkpoints_and_logs(trained):
+    for name in ('iter_3.pth', 'iter_6.pth', 'last_checkpoint'):
+        assert osp.isfile(osp.join(trained.work, name)), name
+    ckpt = torch.load(trained.ckpt, map_location='cpu', weights_only=True)
+    assert ckpt['meta']['iter'] == 6
+    assert 'rng_state' in ckpt  # RNGStateHook added by tools/train.py
+
+
+@pytest.fixture(scope='module')
+def tested(trained):
+    """tools/test.py on the .pth with --out and --show-dir."""
+    out = str(trained.root / 'preds.pkl')
+    show = str(trained.root / 'show')
+    work = str(trained.root / 'test')
+    run_tool([TEST, WORKFLOW_CFG, trained.ckpt, '--work-dir', work, '--out',
+              out, '--show-dir', show], trained.data)
+    with open(osp.join(work, 'test_metrics.json')) as f:
+        metrics = json.load(f)
+    with open(out, 'rb') as f:
+        results = pickle.load(f)
+    return SimpleNamespace(metrics=metrics, results=results, show=show)
+
+
+def test_test_pth_metrics_match_independent_iou(trained, tested):
+    metrics, results, show = tested.metrics, tested.results, tested.show
+    labels = _label_maps(trained.data)
+    assert [osp.basename(r['img_path']) for r in results] == sorted(labels)
+    preds = [r['pred_sem_seg']['data'].squeeze(0).numpy() for r in results]
+    ref = _miou_numpy(preds, list(labels.values()))
+    # mmseg rounds its metrics to 2 decimals
+    assert metrics['aAcc'] == pytest.approx(ref['aAcc'], abs=0.006)
+    assert metrics['mIoU'] == pytest.approx(ref['mIoU'], abs=0.006)
+    images = os.listdir(osp.join(show, 'vis_data', 'vis_image'))
+    assert len(images) == len(labels)
+
+
+def test_test_accepts_safetensors_with_same_result(trained, tested, tmp_path):
+    from safetensors.torch import save_file
+    state = torch.load(trained.ckpt, map_location='cpu',
+                       weights_only=True)['state_dict']
+    path = str(tmp_path / 'model.safetensors')
+    save_file({k: v.contiguous() for k, v in state.items()}, path)
+    out = str(tmp_path / 'st.pkl')
+    run_tool([TEST, WORKFLOW_CFG, path, '--work-dir', str(tmp_path / 'st'),
+              '--out', out], trained.data)
+    with open(out, 'rb') as f:
+        from_st = pickle.load(f)
+    assert len(from_st) == len(tested.results) == 5
+    for a, b in zip(tested.results, from_st):
+        torch.testing.assert_close(a['seg_logits']['data'],
+                                   b['seg_logits']['data'], rtol=0, atol=0)
+
+
+def test_checkpoint_of_other_size_lists_mismatching_keys(trained, tmp_path):
+    """A checkpoint for another arch fails in the load hook, naming keys."""
+    from mmengine.registry import MODELS
+
+    from sapiens2_mm.engine.hooks import CheckedCheckpointLoadHook
+    from sapiens2_mm.utils.checkpoint import CheckpointMismatchError
+    cfg = Config.fromfile(WORKFLOW_CFG)
+    model = MODELS.build(cfg.model)
+    other = cfg.model.deepcopy()
+    other.backbone.arch.update(embed_dims=48, num_layers=3)
+    other.decode_head.in_channels = 48
+    path = str(tmp_path / 'other.pth')
+    torch.save({'state_dict': MODELS.build(other).state_dict()}, path)
+    hook = CheckedCheckpointLoadHook(path)
+    runner = SimpleNamespace(model=model, logger=None)
+    with pytest.raises(CheckpointMismatchError) as err:
+        hook.before_run(runner)
+    text = str(err.value)
+    assert 'unexpected in checkpoint' in text and 'backbone.blocks.2' in text
+    assert 'shape mismatch' in text and 'backbone.cls_token' in text
+    # and the CLI turns it into a one-line error, not a traceback
+    proc = run_tool([TEST, WORKFLOW_CFG, path, '--work-dir',
+                     str(tmp_path / 'w')], trained.data, check=False)
+    assert proc.returncode != 0
+    assert 'error: Checkpoint' in proc.stderr and 'shape mismatch' in \
+        proc.stderr
+
+
+def test_missing_config_and_checkpoint(tmp_path):
+    with pytest.raises(train_tool.ToolError, match='Config file not found'):
+        train_tool.build_cfg(train_tool.parse_args(['nope/cfg.py']))
+    args = test_tool.parse_args([WORKFLOW_CFG, str(tmp_path / 'none.pth'),
+                                 '--work-dir', str(tmp_path)])
+    with pytest.raises(train_tool.ToolError, match='Checkpoint not found'):
+        test_tool.build_cfg(args)
+    args = train_tool.parse_args([WORKFLOW_CFG, '--resume',
+                                  str(tmp_path / 'x.pth'), '--work-dir',
+                                  str(tmp_path)])
+    with pytest.raises(train_tool.ToolError, match='--resume checkpoint'):
+        train_tool.build_cfg(args)
+
+
+def test_work_dir_not_writable(tmp_path):
+    blocker = tmp_path / 'a_file'
+    blocker.write_text('x')
+    args = train_tool.parse_args(
+        [WORKFLOW_CFG, '--work-dir', str(blocker / 'sub')])
+    with pytest.raises(train_tool.ToolError, match='not writable'):
+        train_tool.build_cfg(args)
+    args = test_tool.parse_args([
+        WORKFLOW_CFG, WORKFLOW_CFG, '--work-dir', str(tmp_path / 'w'),
+        '--show-dir', str(blocker / 'show')
+    ])
+    with pytest.raises(train_tool.ToolError, match='--show-dir'):
+        test_tool.build_cfg(args)
+
+
+def test_unknown_cfg_options_refused_with_close_match(tmp_path):
+    from sapiens2_mm.utils.cfg_options import UnknownConfigKeyError
+    args = train_tool.parse_args([
+        WORKFLOW_CFG, '--work-dir', str(tmp_path), '--cfg-options',
+        'model.backbone.with_cpp=True', 'optim_wrapper.optimizer.lrr=0.1'
+    ])
+    with pytest.raises(UnknownConfigKeyError) as err:
+        train_tool.build_cfg(args)
+    text = str(err.value)
+    assert "model.backbone.with_cpp" in text and "'with_cp'" in text
+    assert "optim_wrapper.optimizer.lrr" in text and "'lr'" in text
+    # the CLI prints it and exits non-zero
+    proc = run_tool([TRAIN, WORKFLOW_CFG, '--work-dir', str(tmp_path),
+                     '--cfg-options', 'train_dataloader.batch_sise=4'],
+                    str(tmp_path), check=False)
+    assert proc.returncode != 0 and "'batch_size'" in proc.stderr
+
+
+def test_known_but_unset_cfg_options_accepted(tmp_path):
+    args = train_tool.parse_args([
+        WORKFLOW_CFG, '--work-dir', str(tmp_path), '--cfg-options',
+        'model.backbone.with_cp=True',  # Sapiens2 argument left at default
+        'train_dataloader.pin_memory=True',  # DataLoader argument
+        'train_dataloader.batch_size=4', 'train_pipeline.2.prob=1.0',
+        'env_cfg.dist_cfg.backend=gloo', 'experiment_name=x'
+    ])
+    cfg = train_tool.build_cfg(args)
+    assert cfg.model.backbone.with_cp is True
+    assert cfg.train_dataloader.batch_size == 4
+    assert cfg.train_pipeline[2].prob == 1.0
+
+
+def test_list_index_out_of_range_refused(tmp_path):
+    from sapiens2_mm.utils.cfg_options import find_unknown_cfg_options
+    cfg = Config.fromfile(WORKFLOW_CFG)
+    problems = find_unknown_cfg_options(cfg, {'train_pipeline.9.prob': 1})
+    assert 'list of 4 entries' in problems['train_pipeline.9.prob']
+
+
+def test_amp_sets_bf16_wrapper_or_refuses_on_cpu(tmp_path, monkeypatch):
+    cfg = Config.fromfile(WORKFLOW_CFG)
+    if not torch.cuda.is_available():
+        with pytest.raises(train_tool.ToolError, match='accelerator'):
+            train_tool.enable_amp(cfg)
+        import mmengine.device
+        monkeypatch.setattr(mmengine.device, 'get_device', lambda: 'cuda')
+    train_tool.enable_amp(cfg)
+    assert cfg.optim_wrapper.type == 'AmpOptimWrapper'
+    assert cfg.optim_wrapper.dtype == 'bfloat16'
+    assert cfg.optim_wrapper.optimizer.lr == 1e-2
+
+
+def test_resume_auto_and_default_work_dir(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cfg = train_tool.build_cfg(
+        train_tool.parse_args([WORKFLOW_CFG, '--resume']))
+    assert cfg.resume is True and cfg.load_from is None
+    assert cfg.work_dir == './work_dirs/tiny_seg_workflow'
+    assert osp.isdir(tmp_path / 'work_dirs' / 'tiny_seg_workflow')

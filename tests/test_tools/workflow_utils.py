@@ -1,0 +1,72 @@
+"""Helpers of the tool tests: synthetic data, CLI runs, reading results."""
+import glob
+import json
+import os
+import os.path as osp
+import socket
+import subprocess
+import sys
+
+TESTS_DIR = osp.dirname(osp.dirname(osp.abspath(__file__)))
+REPO_DIR = osp.dirname(TESTS_DIR)
+WORKFLOW_CFG = osp.join(TESTS_DIR, 'configs', 'workflow', 'tiny_seg_workflow.py')
+TRAIN = osp.join(REPO_DIR, 'tools', 'train.py')
+TEST = osp.join(REPO_DIR, 'tools', 'test.py')
+
+
+def make_data(out_dir: str) -> str:
+    sys.path.insert(0, osp.dirname(WORKFLOW_CFG))
+    try:
+        from make_tiny_seg_data import make_tiny_seg_data
+    finally:
+        sys.path.pop(0)
+    # 5 val images: a 2-process sampler pads one, so duplicates would show
+    return make_tiny_seg_data(out_dir, num_train=8, num_val=5)
+
+
+def load_tool(name: str):
+    """Import tools/<name>.py as module ``sapiens2_tools_<name>``."""
+    import importlib.util
+    tools_dir = osp.join(REPO_DIR, 'tools')
+    if tools_dir not in sys.path:
+        sys.path.insert(0, tools_dir)  # test.py imports train
+    spec = importlib.util.spec_from_file_location(
+        f'sapiens2_tools_{name}', osp.join(tools_dir, f'{name}.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+def run_tool(args, data_root, nproc=1, timeout=300, check=True):
+    """Run a tool script (``args[0]``) as a subprocess, torchrun if nproc>1."""
+    env = dict(os.environ, SAPIENS2_WORKFLOW_DATA=data_root,
+               OMP_NUM_THREADS='1', MKL_NUM_THREADS='1')
+    env.pop('TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD', None)
+    if nproc > 1:
+        cmd = [sys.executable, '-m', 'torch.distributed.run',
+               f'--nproc_per_node={nproc}', f'--master_port={free_port()}']
+        cmd += [args[0], *args[1:], '--launcher', 'pytorch']
+    else:
+        cmd = [sys.executable, *args]
+    proc = subprocess.run(cmd, cwd=REPO_DIR, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(
+            f'{" ".join(cmd)} failed ({proc.returncode}):\n'
+            f'{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}')
+    return proc
+
+
+def scalars(work_dir: str) -> list:
+    """Entries of mmengine's vis_data/scalars.json of the run in work_dir."""
+    paths = sorted(glob.glob(osp.join(work_dir, '*', 'vis_data',
+                                      'scalars.json')))
+    assert paths, f'no scalars.json under {work_dir}'
+    with open(paths[-1]) as f:
+        return [json.loads(line) for line in f if line.strip()]
