@@ -26,7 +26,8 @@ RUNNER_KEYS = {
     'default_hooks', 'custom_hooks', 'data_preprocessor', 'load_from',
     'resume', 'launcher', 'env_cfg', 'log_processor', 'log_level',
     'visualizer', 'default_scope', 'randomness', 'experiment_name',
-    'strategy', 'compile', 'runner_type', 'custom_imports'
+    'strategy', 'compile', 'runner_type', 'custom_imports',
+    'model_wrapper_cfg', 'find_unused_parameters'
 }
 DATALOADER_KEYS = {
     'batch_size', 'num_workers', 'persistent_workers', 'pin_memory',
