@@ -1,0 +1,86 @@
+"""Shared machinery of the task inferencers: model, test pipeline, batching."""
+from abc import ABCMeta, abstractmethod
+from typing import Iterator, List, Optional, Sequence, Union
+
+import torch
+from mmengine.config import Config
+from mmengine.dataset import Compose, pseudo_collate
+from torch import nn
+
+from ..utils import register_all_modules
+from .init_model import init_model
+from .inputs import Frame, FrameReader, InputType, batched
+
+
+def inference_pipeline(cfg: Config) -> Compose:
+    """The config's test pipeline without its loading steps.
+
+    Frames arrive decoded (arrays, video frames), so the image loader and the
+    ground-truth loaders (``Load*`` transforms) of the test pipeline are
+    dropped; the remaining resize/crop/pack steps are exactly the test ones.
+    """
+    dataset = cfg.test_dataloader.dataset
+    pipeline = dataset.get('pipeline')
+    if pipeline is None:
+        raise ValueError(
+            'The config has no test_dataloader.dataset.pipeline; inference '
+            'needs it to resize/crop inputs like the test set.')
+    steps = [t for t in pipeline if 'Load' not in str(t['type'])]
+    return Compose(steps)
+
+
+class BaseInferencer(metaclass=ABCMeta):
+    """Run a task model over images, folders, videos or arrays, batched.
+
+    Args:
+        model: a model from :func:`init_model`, or a config path/``Config``.
+        checkpoint: weights, when ``model`` is a config.
+        device: torch device, when ``model`` is a config.
+        batch_size: frames per forward batch (pose: person crops per batch).
+        flip_test: average with the horizontally flipped input; ``None`` keeps
+            the config's setting.
+    """
+    task: str = ''
+
+    def __init__(self, model: Union[nn.Module, str, Config],
+                 checkpoint: Optional[str] = None, device: str = 'cpu',
+                 batch_size: int = 4,
+                 flip_test: Optional[bool] = None) -> None:
+        register_all_modules()
+        if not isinstance(model, nn.Module):
+            model = init_model(model, checkpoint, device)
+        if getattr(model, 'task', self.task) != self.task:
+            raise ValueError(
+                f'{type(self).__name__} runs {self.task!r} models, got a '
+                f'{model.task!r} model; use build_inferencer(model).')
+        if batch_size < 1:
+            raise ValueError(f'batch_size must be >= 1, got {batch_size}.')
+        self.model = model
+        self.batch_size = batch_size
+        self.flip_test = flip_test
+        self.pipeline = inference_pipeline(model.cfg)
+        self.reader: Optional[FrameReader] = None
+
+    @property
+    def skipped(self) -> list:
+        """(path, reason) of every input the last run could not read."""
+        return self.reader.skipped if self.reader is not None else []
+
+    def iter_results(self, inputs: Union[InputType, Sequence[InputType]],
+                     reader: Optional[FrameReader] = None) -> Iterator:
+        """Yield one result per readable frame, in input order."""
+        self.reader = reader if reader is not None else FrameReader(inputs)
+        for frames in batched(self.reader, self.batch_size):
+            with torch.no_grad():
+                yield from self.run_batch(frames)
+
+    def __call__(self, inputs: Union[InputType, Sequence[InputType]]) -> List:
+        """All results as a list (see :meth:`iter_results` for streaming)."""
+        return list(self.iter_results(inputs))
+
+    @abstractmethod
+    def run_batch(self, frames: List[Frame]) -> List:
+        """Results of one batch of frames, in order."""
+
+    def _test_step(self, data_list: List[dict]) -> list:
+        return self.model.test_step(pseudo_collate(data_list))

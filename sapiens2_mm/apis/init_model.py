@@ -1,0 +1,145 @@
+"""Build a Sapiens2 task model from a config, with checked weights (ref. 7.1).
+
+Like the official ``init_model`` and mmpose/mmseg's: load the config, drop the
+backbone's ``init_cfg`` (so pretrain weights are not fetched), build, load the
+checkpoint, attach ``cfg`` and ``dataset_meta``, move to the device and switch to
+eval mode. Unlike them the checkpoint load is strict: official ``.safetensors``
+task files (``backbone.`` / ``decode_head.`` keys) and mmengine ``.pth`` files
+are renamed to this package's layout and every mismatching key is reported
+(the official code prints the mismatches and carries on with random weights).
+"""
+import os
+import os.path as osp
+from pathlib import Path
+from typing import Optional, Union
+
+import torch
+from mmengine.config import Config
+from torch import nn
+
+from ..registry import MODELS
+from ..utils import (
+    TASKS,
+    detect_task,
+    load_state_dict_checked,
+    official_to_package,
+    read_checkpoint,
+    register_all_modules,
+)
+from .tasks import config_task
+
+ConfigType = Union[str, Path, Config]
+
+
+def load_config(config: ConfigType) -> Config:
+    """Read a config file (or pass a ``Config`` through) with a clear error."""
+    if isinstance(config, Config):
+        return config.copy()
+    if not isinstance(config, (str, Path)):
+        raise TypeError(
+            f'config must be a path or an mmengine Config, got '
+            f'{type(config).__name__}.')
+    path = os.fspath(config)
+    if not osp.isfile(path):
+        raise FileNotFoundError(
+            f'Config file not found: {path!r}. Pass a file from configs/ '
+            '(e.g. configs/pose/sapiens2-1b_8xb7-20k_sapiens308-1024x768.py).')
+    return Config.fromfile(path)
+
+
+def _dataset_meta(cfg: Config, task: str) -> dict:
+    if task == 'pose':
+        from mmpose.apis.inference import dataset_meta_from_config
+        meta = dataset_meta_from_config(cfg, dataset_mode='test')
+        num_kpts = cfg.model.head.out_channels
+        if meta is None or meta.get('num_keypoints') != num_kpts:
+            raise ValueError(
+                f'The config\'s test dataset gives no metainfo for '
+                f'{num_kpts} keypoints (got '
+                f'{None if meta is None else meta.get("num_keypoints")}). Set '
+                'test_dataloader.dataset.metainfo=dict(from_file=...).')
+        return meta
+    if task == 'seg':
+        from ..metainfo.seg29 import seg29_metainfo
+        num_classes = cfg.model.decode_head.num_classes
+        meta = None
+        dataset = cfg.get('test_dataloader', {}).get('dataset', {})
+        if 'metainfo' in dataset and 'classes' in dataset.metainfo:
+            meta = dict(dataset.metainfo)
+        elif num_classes == 29:
+            meta = seg29_metainfo()
+        if meta is None or len(meta['classes']) != num_classes:
+            raise ValueError(
+                f'No class names/palette for a {num_classes}-class seg model; '
+                'set test_dataloader.dataset.metainfo=dict(classes=..., '
+                'palette=...).')
+        return meta
+    return {}
+
+
+def load_task_checkpoint(model: nn.Module, checkpoint: str,
+                         task: str) -> None:
+    """Load an official ``.safetensors`` or mmengine ``.pth`` task checkpoint.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: the file holds weights of another task (or only a backbone).
+        CheckpointMismatchError: keys or shapes do not fit (e.g. another size).
+    """
+    state = read_checkpoint(checkpoint)
+    try:
+        found = detect_task(state)
+    except ValueError:
+        found = None  # unknown layout: the checked load below lists the keys
+    if found is not None and found != task:
+        hint = (' It holds only backbone (pretrain) weights; fine-tune a '
+                'task model or download a task checkpoint.'
+                if found == 'pretrain' else '')
+        raise ValueError(
+            f'Checkpoint {checkpoint!r} is a {found!r} checkpoint but the '
+            f'config builds a {task!r} model.{hint} Pass a {task} checkpoint '
+            'or a config of the matching task.')
+    state = official_to_package(state, task)
+    load_state_dict_checked(model, state, source=checkpoint)
+
+
+def init_model(config: ConfigType,
+               checkpoint: Optional[str] = None,
+               device: Union[str, torch.device] = 'cpu',
+               cfg_options: Optional[dict] = None) -> nn.Module:
+    """Build a task model ready for inference.
+
+    Args:
+        config: config path or ``Config`` (any task config in ``configs/``).
+        checkpoint: official ``.safetensors`` / mmengine ``.pth``; ``None``
+            keeps random weights (tests, smoke runs).
+        device: e.g. ``'cpu'``, ``'cuda:0'``.
+        cfg_options: dotted overrides merged into the config.
+
+    Returns:
+        The model in eval mode on ``device`` with ``model.cfg`` (the config),
+        ``model.task`` (one of :data:`TASKS`) and ``model.dataset_meta``
+        (keypoint names/colours/skeleton/flip indices for pose; ``classes`` /
+        ``palette`` for seg).
+    """
+    cfg = load_config(config)
+    if cfg_options:
+        cfg.merge_from_dict(cfg_options)
+    task = config_task(cfg)
+    register_all_modules()
+    backbone = cfg.model.get('backbone')
+    if backbone is not None:
+        backbone['init_cfg'] = None
+        # Activation checkpointing only slows inference down.
+        if 'with_cp' in backbone:
+            backbone['with_cp'] = False
+    if task == 'pose':
+        cfg.model['train_cfg'] = None
+    model = MODELS.build(cfg.model)
+    if checkpoint is not None:
+        load_task_checkpoint(model, checkpoint, task)
+    model.cfg = cfg
+    model.task = task
+    model.dataset_meta = _dataset_meta(cfg, task)
+    assert task in TASKS
+    return model.to(device).eval()

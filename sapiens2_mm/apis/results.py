@@ -1,0 +1,57 @@
+"""Structured inference results, one dataclass per task."""
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+import numpy as np
+
+
+@dataclass
+class PoseResult:
+    """Top-down pose of every person in one frame, in image pixels.
+
+    Attributes:
+        name: frame name (see :class:`~sapiens2_mm.apis.inputs.Frame`).
+        image_size: (H, W) of the frame.
+        bboxes: (N, 4) float32 person boxes ``x1, y1, x2, y2``.
+        bbox_scores: (N,) detector scores (1 for given or whole-image boxes).
+        keypoints: (N, K, 2) float32 keypoint ``x, y`` in image pixels.
+        keypoint_scores: (N, K) float32 heatmap maxima.
+        video / frame_index: where the frame came from, for videos.
+    """
+    name: str
+    image_size: Tuple[int, int]
+    bboxes: np.ndarray
+    bbox_scores: np.ndarray
+    keypoints: np.ndarray
+    keypoint_scores: np.ndarray
+    video: Optional[str] = None
+    frame_index: Optional[int] = None
+
+    def to_dict(self) -> dict:
+        """The frame entry of the keypoint JSON (docs/inference.md)."""
+        return dict(
+            image_name=self.name,
+            instances=[
+                dict(bbox=[float(v) for v in box],
+                     bbox_score=float(score),
+                     keypoints=kpts.astype(float).tolist(),
+                     keypoint_scores=kscores.astype(float).tolist())
+                for box, score, kpts, kscores in zip(
+                    self.bboxes, self.bbox_scores, self.keypoints,
+                    self.keypoint_scores)
+            ])
+
+
+@dataclass
+class SegResult:
+    """Body-part labels of one frame at its original resolution.
+
+    Attributes:
+        name: frame name.
+        label_map: (H, W) int64 class indices.
+        video / frame_index: where the frame came from, for videos.
+    """
+    name: str
+    label_map: np.ndarray
+    video: Optional[str] = None
+    frame_index: Optional[int] = None
