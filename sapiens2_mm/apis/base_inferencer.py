@@ -69,10 +69,16 @@ class BaseInferencer(metaclass=ABCMeta):
     def iter_results(self, inputs: Union[InputType, Sequence[InputType]],
                      reader: Optional[FrameReader] = None) -> Iterator:
         """Yield one result per readable frame, in input order."""
+        for _, result in self.iter_frames(inputs, reader):
+            yield result
+
+    def iter_frames(self, inputs: Union[InputType, Sequence[InputType]],
+                    reader: Optional[FrameReader] = None) -> Iterator:
+        """Yield ``(frame, result)`` pairs (the frame holds the image)."""
         self.reader = reader if reader is not None else FrameReader(inputs)
         for frames in batched(self.reader, self.batch_size):
             with torch.no_grad():
-                yield from self.run_batch(frames)
+                yield from zip(frames, self.run_batch(frames))
 
     def __call__(self, inputs: Union[InputType, Sequence[InputType]]) -> List:
         """All results as a list (see :meth:`iter_results` for streaming)."""
