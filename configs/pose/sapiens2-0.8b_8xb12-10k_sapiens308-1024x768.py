@@ -1,0 +1,22 @@
+# Sapiens2-0.8b top-down pose, 308 keypoints at 1024x768, 8 GPUs x 12,
+# 10k iterations: the official recipe (reference 5.5). Fine-tunes from the
+# pretrain checkpoint; to evaluate an official task checkpoint see docs/pose.md.
+_base_ = [
+    '../_base_/default_runtime.py',
+    './_base_/sapiens2-pose.py',
+    '../_base_/datasets/sapiens308-1024x768.py',
+    '../_base_/schedules/pose_adamw-poly-10k.py',
+]
+pretrained = 'checkpoints/sapiens2_0.8b_pretrain.safetensors'
+model = dict(
+    backbone=dict(
+        arch='sapiens2_0.8b',
+        init_cfg=dict(type='Pretrained', checkpoint=pretrained)),
+    head=dict(in_channels=1280, deconv_out_channels=(1024, 768),
+              conv_out_channels=(512, 512, 256)))
+optim_wrapper = dict(
+    paramwise_cfg=dict(num_layers=32, layer_decay_rate=0.85),
+    clip_grad=dict(max_norm=4.0))
+train_dataloader = dict(batch_size=12)
+# The official global batch is 8 x 12; lr is not rescaled automatically.
+auto_scale_lr = dict(enable=False, base_batch_size=96)

@@ -1,0 +1,23 @@
+# Sapiens2-5b top-down pose, 308 keypoints at 1024x768, 8 GPUs x 2,
+# 20k iterations: the official recipe (reference 5.5). Fine-tunes from the
+# pretrain checkpoint; to evaluate an official task checkpoint see docs/pose.md.
+_base_ = [
+    '../_base_/default_runtime.py',
+    './_base_/sapiens2-pose.py',
+    '../_base_/datasets/sapiens308-1024x768.py',
+    '../_base_/schedules/pose_adamw-poly-20k.py',
+]
+pretrained = 'checkpoints/sapiens2_5b_pretrain.safetensors'
+model = dict(
+    backbone=dict(
+        arch='sapiens2_5b',
+        init_cfg=dict(type='Pretrained', checkpoint=pretrained)),
+    head=dict(in_channels=2432, deconv_out_channels=(1024, 768),
+              conv_out_channels=(512, 512, 256)))
+optim_wrapper = dict(
+    optimizer=dict(lr=0.0001),
+    paramwise_cfg=dict(num_layers=56, layer_decay_rate=0.94),
+    clip_grad=dict(max_norm=4.0))
+train_dataloader = dict(batch_size=2)
+# The official global batch is 8 x 2; lr is not rescaled automatically.
+auto_scale_lr = dict(enable=False, base_batch_size=16)
