@@ -50,8 +50,15 @@ def load_config(config: ConfigType) -> Config:
 def _dataset_meta(cfg: Config, task: str) -> dict:
     if task == 'pose':
         from mmpose.apis.inference import dataset_meta_from_config
-        meta = dataset_meta_from_config(cfg, dataset_mode='test')
+        from mmpose.datasets.datasets.utils import parse_pose_metainfo
+
+        from ..metainfo.pose import KEYPOINTS308_FILE
         num_kpts = cfg.model.head.out_channels
+        meta = None
+        if 'test_dataloader' in cfg:
+            meta = dataset_meta_from_config(cfg, dataset_mode='test')
+        elif num_kpts == 308:  # e.g. a bare model config: the Sapiens2 set
+            meta = parse_pose_metainfo(dict(from_file=KEYPOINTS308_FILE))
         if meta is None or meta.get('num_keypoints') != num_kpts:
             raise ValueError(
                 f'The config\'s test dataset gives no metainfo for '

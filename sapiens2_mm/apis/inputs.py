@@ -22,7 +22,7 @@ class Frame:
 
     Attributes:
         name: output file name: the image's base name, ``array_{i:06d}.png``
-            for arrays, ``{video_stem}_{index:06d}.jpg`` for video frames.
+            for the i-th array, ``{video_stem}_{index:06d}.jpg`` for video frames.
         image: (H, W, 3) uint8 BGR.
         source: the file it came from ('' for arrays).
         video: the video path for video frames, else ``None``.
@@ -130,9 +130,11 @@ class FrameReader:
 
     def __iter__(self) -> Iterator[Frame]:
         self.skipped = []
-        for i, item in enumerate(self.items):
+        num_arrays = 0
+        for item in self.items:
             if isinstance(item, np.ndarray):
-                yield Frame(f'array_{i:06d}.png', item)
+                yield Frame(f'array_{num_arrays:06d}.png', item)
+                num_arrays += 1
             elif is_video(item):
                 yield from self._read_video(item)
             else:
