@@ -21,7 +21,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from .oks import keypoint_similarity_terms, part_oks
+from .oks import pair_box_similarity, pair_similarity
 
 IOU_THRS = np.linspace(.5, 0.95, int(np.round((0.95 - .5) / .05)) + 1,
                        endpoint=True)
@@ -55,12 +55,183 @@ class ImageDet:
     Attributes:
         keypoints: (D, K, 3) x, y, keypoint score.
         scores: (D,) instance scores.
-        areas: (D,) or (P, D) area of each detection for the area ranges
-            (per part when it depends on the keypoint subset).
+        areas: (D,) area of each detection for the area ranges, or None for
+            the area of the bounding box of the evaluated keypoints (of each
+            part), which is what COCO's ``loadRes`` computes for keypoint
+            results without a box.
     """
     keypoints: np.ndarray
     scores: np.ndarray
-    areas: np.ndarray
+    areas: Optional[np.ndarray] = None
+
+
+def _pad(arrays: List[np.ndarray], size: int, fill: float = 0.0
+         ) -> np.ndarray:
+    """Stack arrays of shape (n_i, ...) into (len, size, ...), padded."""
+    out = np.full((len(arrays), size) + arrays[0].shape[1:], fill,
+                  dtype=np.float64)
+    for i, a in enumerate(arrays):
+        out[i, :len(a)] = a
+    return out
+
+
+def _match(ious: np.ndarray, det_valid: np.ndarray, gt_ignore: np.ndarray,
+           iscrowd: np.ndarray) -> tuple:
+    """COCO greedy matching, vectorised over (unit, part, area, threshold).
+
+    Args:
+        ious: (U, P, D, G) OKS, detections sorted by descending score, -inf
+            for padded GTs.
+        det_valid: (U, P, D) detection takes part in the part's evaluation.
+        gt_ignore: (U, P, A, G) GT ignored for (part, area range).
+        iscrowd: (U, G) bool.
+
+    Returns:
+        tuple: ``matched`` and ``matched_ignored`` of shape (U, P, A, T, D).
+    """
+    num_units, num_parts, num_det, num_gt = ious.shape
+    shape = (num_units, num_parts, gt_ignore.shape[2], len(IOU_THRS))
+    matched = np.zeros(shape + (num_det, ), dtype=bool)
+    matched_ig = np.zeros(shape + (num_det, ), dtype=bool)
+    if num_gt == 0 or num_det == 0:
+        return matched, matched_ig
+    thr = np.minimum(IOU_THRS, 1 - 1e-10)[:, None]  # (T, 1)
+    ig = gt_ignore[:, :, :, None, :]  # (U, P, A, 1, G)
+    crowd = iscrowd[:, None, None, None, :]
+    gt_taken = np.zeros(shape + (num_gt, ), dtype=bool)
+    gt_pos = np.arange(num_gt)
+    for d in range(num_det):
+        iou = ious[:, :, d][:, :, None, None, :]  # (U, P, 1, 1, G)
+        ok = (~gt_taken | crowd) & (iou >= thr)
+        ok &= det_valid[:, :, d][:, :, None, None, None]
+        # COCO takes the best (last on ties) non-ignored GT over the threshold
+        # and falls back to ignored GTs only when there is none.
+        ok_reg = ok & ~ig
+        has_reg = ok_reg.any(axis=-1, keepdims=True)
+        cand = np.where(has_reg, ok_reg, ok & ig)
+        found = cand.any(axis=-1)
+        vals = np.where(cand, iou, -np.inf)
+        best = num_gt - 1 - np.argmax(vals[..., ::-1], axis=-1)
+        hit = (gt_pos == best[..., None]) & found[..., None]
+        gt_taken |= hit
+        matched[..., d] = found
+        matched_ig[..., d] = (hit & ig).any(axis=-1)
+    return matched, matched_ig
+
+
+def _pair_ious(dkp, gkp, garea, gbox, visible, vis_count, det_present,
+               gt_present, sigmas, part_mat) -> np.ndarray:
+    """OKS per part of every real (detection, GT) pair of a padded chunk.
+
+    Returns:
+        np.ndarray: (U, P, D, G), -inf for padded detections/GTs.
+    """
+    num_units, num_det = det_present.shape
+    num_gt = gt_present.shape[1]
+    u, d, g = np.nonzero(det_present[:, :, None] & gt_present[:, None, :])
+    det_xy = dkp[u, d, :, :2]
+    area = garea[u, g]
+    count = vis_count[u, g]  # (N, P)
+    sim = pair_similarity(det_xy, gkp[u, g, :, :2], area, sigmas)
+    sim *= visible[u, g]
+    oks = sim @ part_mat / np.maximum(count, 1)
+    # GTs without labelled keypoints in a part: COCO's enlarged-box rule
+    need_box = (count == 0).any(axis=1)
+    if need_box.any():
+        sel = np.nonzero(need_box)[0]
+        box = pair_box_similarity(det_xy[sel], gbox[u[sel], g[sel]],
+                                  area[sel], sigmas)
+        oks_box = box @ part_mat / part_mat.sum(axis=0)
+        oks[sel] = np.where(count[sel] > 0, oks[sel], oks_box)
+    ious = np.full((num_units, part_mat.shape[1], num_det, num_gt), -np.inf)
+    ious[u, :, d, g] = oks
+    return ious
+
+
+def _evaluate_units(gts: List[ImageGT], dets: List[Optional[ImageDet]],
+                    sigmas: np.ndarray, index: List[np.ndarray],
+                    max_dets: int, acc: '_Accum') -> None:
+    """Match the detections of a chunk of (image, category) units at once."""
+    num_parts = len(index)
+    area_lo = np.array([a[0] for a in AREA_RANGES])[:, None]
+    area_hi = np.array([a[1] for a in AREA_RANGES])[:, None]
+    part_mat = np.zeros((len(sigmas), num_parts))
+    for p, i in enumerate(index):
+        part_mat[i, p] = 1.0
+
+    # ground truth, padded to G
+    num_gt = max(len(g.areas) for g in gts)
+    gt_n = np.array([len(g.areas) for g in gts])
+    gt_present = np.arange(num_gt)[None] < gt_n[:, None]  # (U, G)
+    if num_gt:
+        gkp = _pad([g.keypoints for g in gts], num_gt)
+        garea = _pad([g.areas for g in gts], num_gt, 1.0)
+        gbox = _pad([g.bboxes for g in gts], num_gt)
+        crowd = _pad([g.iscrowd for g in gts], num_gt) > 0
+        visible = gkp[..., 2] > 0  # (U, G, K)
+        vis_count = visible.astype(np.float64) @ part_mat  # (U, G, P)
+        no_kpt = np.moveaxis(vis_count == 0, -1, 1)  # (U, P, G)
+        ignore = no_kpt | crowd[:, None]
+        out_rng = (garea[:, None] < area_lo) | (garea[:, None] > area_hi)
+        gt_ignore = ignore[:, :, None] | out_rng[:, None]  # (U, P, A, G)
+        counted = ~gt_ignore & gt_present[:, None, None]
+        acc.num_gt += counted.sum(axis=(0, -1))
+    num_det = max(0 if d is None else len(d.scores) for d in dets)
+    if num_det == 0:
+        return
+
+    # detections sorted by score, padded to D
+    kps, scores, areas, det_n = [], [], [], []
+    for d in dets:
+        if d is None or len(d.scores) == 0:
+            kps.append(np.zeros((0, len(sigmas), 3)))
+            scores.append(np.zeros(0))
+            areas.append(np.zeros((0, num_parts)))
+            det_n.append(0)
+            continue
+        order = np.argsort(-d.scores, kind='mergesort')
+        kps.append(d.keypoints[order])
+        scores.append(d.scores[order])
+        areas.append(np.full((len(order), num_parts), np.nan)
+                     if d.areas is None else
+                     np.repeat(d.areas[order][:, None], num_parts, 1))
+        det_n.append(len(order))
+    det_n = np.array(det_n)
+    dkp = _pad(kps, num_det)  # (U, D, K, 3)
+    dscore = _pad(scores, num_det)
+    darea = _pad(areas, num_det)  # (U, D, P)
+    for p, i in enumerate(index):
+        # area of the part's keypoint box where no detection area was given
+        span = dkp[:, :, i, :2].max(axis=2) - dkp[:, :, i, :2].min(axis=2)
+        darea[..., p] = np.where(np.isnan(darea[..., p]),
+                                 span[..., 0] * span[..., 1], darea[..., p])
+    darea = np.moveaxis(darea, -1, 1)  # (U, P, D)
+    det_present = np.arange(num_det)[None] < det_n[:, None]  # (U, D)
+    # a detection with all keypoint scores 0 in a part is dropped there
+    has_score = np.moveaxis((dkp[..., 2] > 0).astype(np.float64) @ part_mat,
+                            -1, 1) > 0  # (U, P, D)
+    has_score &= det_present[:, None]
+    rank = np.cumsum(has_score, axis=-1) - 1
+    det_valid = has_score & (rank < max_dets)
+
+    if num_gt:
+        ious = _pair_ious(dkp, gkp, garea, gbox, visible, vis_count,
+                          det_present, gt_present, sigmas, part_mat)
+        matched, matched_ig = _match(ious, det_valid, gt_ignore, crowd)
+    else:
+        shape = (len(gts), num_parts, len(AREA_RANGES), len(IOU_THRS),
+                 num_det)
+        matched = np.zeros(shape, bool)
+        matched_ig = np.zeros(shape, bool)
+    det_out = (darea[:, :, None] < area_lo) | (darea[:, :, None] > area_hi)
+    ignored = matched_ig | (~matched & det_out[:, :, :, None, :])
+    keep = det_present.reshape(-1)
+    acc.scores.append(dscore.reshape(-1)[keep])
+    acc.selected.append(
+        np.moveaxis(det_valid, 1, 0).reshape(num_parts, -1)[:, keep])
+    for name, arr in (('matched', matched), ('ignored', ignored)):
+        flat = np.moveaxis(arr, 0, 3).reshape(arr.shape[1:4] + (-1, ))
+        getattr(acc, name).append(flat[..., keep])
 
 
 @dataclass
@@ -70,52 +241,6 @@ class _Accum:
     matched: List[np.ndarray] = field(default_factory=list)
     ignored: List[np.ndarray] = field(default_factory=list)
     num_gt: Optional[np.ndarray] = None
-
-
-def _match_image(ious: np.ndarray, det_valid: np.ndarray, gt_ignore: np.ndarray,
-                 iscrowd: np.ndarray) -> tuple:
-    """COCO greedy matching, vectorised over (part, area range, threshold).
-
-    Args:
-        ious: (P, D, G) OKS, detections sorted by descending score.
-        det_valid: (P, D) detection takes part in the part's evaluation.
-        gt_ignore: (P, A, G) GT ignored for (part, area range).
-        iscrowd: (G,) bool.
-
-    Returns:
-        tuple: ``matched`` and ``matched_ignored`` of shape (P, A, T, D).
-    """
-    num_parts, num_det, num_gt = ious.shape
-    num_area = gt_ignore.shape[1]
-    num_thr = len(IOU_THRS)
-    shape = (num_parts, num_area, num_thr)
-    matched = np.zeros(shape + (num_det,), dtype=bool)
-    matched_ig = np.zeros(shape + (num_det,), dtype=bool)
-    if num_gt == 0 or num_det == 0:
-        return matched, matched_ig
-    thr = np.minimum(IOU_THRS, 1 - 1e-10)[None, None, :, None]
-    ig = gt_ignore[:, :, None, :]
-    gt_taken = np.zeros(shape + (num_gt,), dtype=bool)
-    rev = slice(None, None, -1)
-    for d in range(num_det):
-        iou = ious[:, d][:, None, None, :]
-        ok = (~gt_taken | iscrowd) & (iou >= thr)
-        ok &= det_valid[:, d][:, None, None, None]
-        # COCO takes the best (last on ties) non-ignored GT over the threshold
-        # and falls back to ignored GTs only when there is none.
-        ok_reg = ok & ~ig
-        has_reg = ok_reg.any(axis=-1, keepdims=True)
-        cand = np.where(has_reg, ok_reg, ok & ig)
-        found = cand.any(axis=-1)
-        vals = np.where(cand, iou, -np.inf)
-        best = num_gt - 1 - np.argmax(vals[..., rev], axis=-1)
-        best_onehot = np.zeros_like(gt_taken)
-        np.put_along_axis(best_onehot, best[..., None], found[..., None], -1)
-        gt_taken |= best_onehot
-        matched[..., d] = found
-        matched_ig[..., d] = found & np.take_along_axis(
-            np.broadcast_to(ig, gt_taken.shape), best[..., None], -1)[..., 0]
-    return matched, matched_ig
 
 
 def _accumulate(acc: _Accum, num_parts: int) -> tuple:
@@ -180,7 +305,8 @@ def _summarize(precision: np.ndarray, recall: np.ndarray) -> np.ndarray:
 
 def coco_keypoint_eval(gts: Dict[tuple, ImageGT], dets: Dict[tuple, ImageDet],
                        sigmas: np.ndarray, parts: Dict[str, np.ndarray],
-                       max_dets: int = 20) -> Dict[str, np.ndarray]:
+                       max_dets: int = 20,
+                       chunk_elements: int = 2 ** 22) -> Dict[str, np.ndarray]:
     """COCO keypoint evaluation of several keypoint subsets in one pass.
 
     Args:
@@ -192,77 +318,46 @@ def coco_keypoint_eval(gts: Dict[tuple, ImageGT], dets: Dict[tuple, ImageDet],
         parts: subset name -> keypoint ids; each subset is evaluated as if
             COCOeval were run with ``sigmas[ids]`` on the sliced keypoints.
         max_dets: detections per image kept (highest scores), 20 in COCO.
+        chunk_elements: images are processed in chunks of about this many
+            (detection, GT, keypoint) elements (memory/speed trade-off).
 
     Returns:
         dict: subset name -> the 10 stats (AP, AP .5, AP .75, AP (M), AP (L),
         AR, AR .5, AR .75, AR (M), AR (L)), -1 where undefined.
     """
+    if not gts:
+        raise ValueError('The ground truth has no images; nothing to evaluate.')
     names = list(parts)
     index = [np.asarray(parts[n], dtype=np.int64) for n in names]
-    num_parts = len(names)
     sigmas = np.asarray(sigmas, dtype=np.float64)
-    area_lo = np.array([a[0] for a in AREA_RANGES], dtype=np.float64)
-    area_hi = np.array([a[1] for a in AREA_RANGES], dtype=np.float64)
+    num_kpts = len(sigmas)
 
-    categories = sorted({k[0] for k in gts})
     precisions, recalls = [], []
-    for cat in categories:
-        acc = _Accum(num_gt=np.zeros((num_parts, len(AREA_RANGES)), np.int64))
-        for key in sorted(k for k in gts if k[0] == cat):
-            gt = gts[key]
-            det = dets.get(key)
-            num_gt = len(gt.areas)
-            num_det = 0 if det is None else len(det.scores)
-            if num_gt == 0 and num_det == 0:
-                continue
-            visible = gt.keypoints[..., 2] > 0 if num_gt else np.zeros(
-                (0, len(sigmas)), bool)
-            # GT ignore per (part, area range)
-            no_kpt = np.stack([~visible[:, i].any(axis=1) for i in index])
-            ignore = no_kpt | gt.iscrowd[None].astype(bool)
-            out_rng = (gt.areas[None] < area_lo[:, None]) | (
-                gt.areas[None] > area_hi[:, None])
-            gt_ignore = ignore[:, None, :] | out_rng[None]  # (P, A, G)
-            acc.num_gt += (~gt_ignore).sum(axis=-1)
-            if num_det == 0:
-                continue
-
-            order = np.argsort(-det.scores, kind='mergesort')
-            kpts = det.keypoints[order]
-            scores = det.scores[order]
-            det_areas = np.broadcast_to(det.areas, (num_parts, len(order))
-                                        ) if det.areas.ndim == 1 else det.areas
-            det_areas = det_areas[:, order]
-            # a detection with all keypoint scores 0 in a part is dropped there
-            has_score = np.stack(
-                [(kpts[:, i, 2] > 0).any(axis=1) for i in index])
-            rank = np.cumsum(has_score, axis=1) - 1
-            det_valid = has_score & (rank < max_dets)
-
-            if num_gt:
-                sim, sim_box = keypoint_similarity_terms(
-                    kpts[..., :2], gt.keypoints, gt.areas, gt.bboxes, sigmas)
-                ious = np.stack(
-                    [part_oks(sim, sim_box, visible, i) for i in index])
-                matched, matched_ig = _match_image(
-                    ious, det_valid, gt_ignore, gt.iscrowd.astype(bool))
-            else:
-                shape = (num_parts, len(AREA_RANGES), len(IOU_THRS), len(order))
-                matched = np.zeros(shape, bool)
-                matched_ig = np.zeros(shape, bool)
-            det_out = (det_areas[:, None] < area_lo[None, :, None]) | (
-                det_areas[:, None] > area_hi[None, :, None])  # (P, A, D)
-            ignored = matched_ig | (~matched & det_out[:, :, None, :])
-            acc.scores.append(scores)
-            acc.selected.append(det_valid)
-            acc.matched.append(matched)
-            acc.ignored.append(ignored)
-        precision, recall = _accumulate(acc, num_parts)
+    for cat in sorted({k[0] for k in gts}):
+        acc = _Accum(num_gt=np.zeros((len(names), len(AREA_RANGES)),
+                                     np.int64))
+        keys = sorted(k for k in gts if k[0] == cat)
+        start = 0
+        while start < len(keys):
+            # grow the chunk while the padded OKS tensor stays small
+            stop, max_g, max_d = start, 1, 1
+            while stop < len(keys):
+                key = keys[stop]
+                g = max(max_g, len(gts[key].areas))
+                d = max(max_d, 0 if key not in dets else len(dets[key].scores))
+                if stop > start and (stop - start + 1) * g * d * num_kpts > \
+                        chunk_elements:
+                    break
+                max_g, max_d, stop = g, d, stop + 1
+            chunk = keys[start:stop]
+            _evaluate_units([gts[k] for k in chunk],
+                            [dets.get(k) for k in chunk], sigmas, index,
+                            max_dets, acc)
+            start = stop
+        precision, recall = _accumulate(acc, len(names))
         precisions.append(precision)
         recalls.append(recall)
 
-    if not categories:
-        raise ValueError('The ground truth has no images; nothing to evaluate.')
     precision = np.stack(precisions, axis=3)  # (P, T, R, K, A)
     recall = np.stack(recalls, axis=2)  # (P, T, K, A)
     return {n: _summarize(precision[p], recall[p]) for p, n in enumerate(names)}

@@ -127,6 +127,7 @@ class KeypointOKSMetric(BaseMetric):
         self.format_only = format_only
         self.outfile_prefix = outfile_prefix
         self._gt_json = None
+        self._gt_cache = None
 
     @staticmethod
     def _check_choice(name, value, allowed):
@@ -251,25 +252,33 @@ class KeypointOKSMetric(BaseMetric):
 
     def _ground_truth(self, gt_items: List[Optional[dict]], num_kpts: int):
         if self.ann_file is not None:
-            data = self._load_gt_json()
-            images = [img['id'] for img in data['images']]
-            anns = data['annotations']
-            cats = [c['id'] for c in data['categories']]
-            source = self.ann_file
-        else:
-            images, anns, seen = [], [], set()
-            for item in gt_items:
-                images.append(item['img_id'])
-                for ann in item['anns']:
-                    if ann is None or ann['id'] in seen:
-                        continue
-                    seen.add(ann['id'])
-                    anns.append(ann)
-            cats = sorted({a['category_id'] for a in anns}) or [1]
-            source = 'the data samples (raw_ann_info)'
-        return build_gt(sorted(set(images)), anns, sorted(set(cats)),
+            # the GT file does not change between evaluations: parse it once
+            key = (self.ann_file, str(self.gt_keypoint_field), num_kpts,
+                   self.use_area)
+            if self._gt_cache is None or self._gt_cache[0] != key:
+                self._gt_cache = (key, self._gt_from_file(num_kpts))
+            return self._gt_cache[1], self.ann_file
+        images, anns, seen = [], [], set()
+        for item in gt_items:
+            images.append(item['img_id'])
+            for ann in item['anns']:
+                if ann is None or ann['id'] in seen:
+                    continue
+                seen.add(ann['id'])
+                anns.append(ann)
+        cats = sorted({a['category_id'] for a in anns}) or [1]
+        source = 'the data samples (raw_ann_info)'
+        return build_gt(sorted(set(images)), anns, cats,
                         self.gt_keypoint_field, num_kpts, self.use_area,
                         source), source
+
+    def _gt_from_file(self, num_kpts: int) -> Dict:
+        data = self._load_gt_json()
+        return build_gt(sorted({img['id'] for img in data['images']}),
+                        data['annotations'],
+                        sorted({c['id'] for c in data['categories']}),
+                        self.gt_keypoint_field, num_kpts, self.use_area,
+                        self.ann_file)
 
     # --------------------------------------------------------------- compute
     def _group_instances(self, preds: Sequence[dict]) -> Dict:
@@ -352,7 +361,7 @@ class KeypointOKSMetric(BaseMetric):
             return {}
 
         gts, source = self._ground_truth(gt_items, num_kpts)
-        dets = self._detections(selected, parts, gts, source)
+        dets = self._detections(selected, gts, source)
         stats = coco_keypoint_eval(gts, dets, sigmas, parts, self.max_dets)
 
         metrics = OrderedDict(zip(STAT_NAMES, map(float, stats[_ALL])))
@@ -362,8 +371,8 @@ class KeypointOKSMetric(BaseMetric):
         self._log_table(stats, logger)
         return metrics
 
-    def _detections(self, selected: Dict, parts: Dict[str, np.ndarray],
-                    gts: Dict, source: str) -> Dict[tuple, ImageDet]:
+    def _detections(self, selected: Dict, gts: Dict,
+                    source: str) -> Dict[tuple, ImageDet]:
         gt_images = {img for _, img in gts}
         grouped = defaultdict(list)
         for img_id, insts in selected.items():
@@ -378,12 +387,10 @@ class KeypointOKSMetric(BaseMetric):
         for key, insts in grouped.items():
             xy = np.stack([x['keypoints'] for x in insts])
             score = np.stack([x['keypoint_scores'] for x in insts])
+            areas = None  # keypoint extent of each part, computed there
             if self.det_area_source == 'bbox' and all(
                     'bbox_areas' in x for x in insts):
                 areas = np.array([x['bbox_areas'] for x in insts])
-            else:
-                areas = np.stack([_extent_area(xy[:, i]) for i in
-                                  parts.values()])
             dets[key] = ImageDet(
                 np.concatenate([xy, score[..., None]], axis=-1),
                 np.array([x['score'] for x in insts]), areas)

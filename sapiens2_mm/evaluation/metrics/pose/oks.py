@@ -12,64 +12,68 @@ import numpy as np
 _EPS = np.spacing(1)
 
 
-def keypoint_similarity_terms(
-        det_xy: np.ndarray, gt_keypoints: np.ndarray, gt_areas: np.ndarray,
-        gt_bboxes: np.ndarray, sigmas: np.ndarray) -> tuple:
-    """Per-keypoint similarity ``exp(-e)`` of every (detection, GT) pair.
+def _similarity(dx: np.ndarray, dy: np.ndarray, areas: np.ndarray,
+                variances: np.ndarray) -> np.ndarray:
+    """``exp(-(dx^2 + dy^2) / var / (area + eps) / 2)``, in place on dx.
 
-    ``e = d^2 / (2 sigma)^2 / (area + eps) / 2`` as in COCO. Two variants are
-    returned: with ``d`` the distance to the GT keypoint (used for GTs with
-    labelled keypoints) and with ``d`` the distance to the GT box enlarged to
-    three times its size (COCO's rule for GTs without labelled keypoints).
+    The operations are those of COCOeval, in the same order, so each term is
+    bitwise equal to the reference one.
+    """
+    e = np.square(dx, out=dx)
+    e += np.square(dy, out=dy)
+    e /= variances
+    e /= (areas + _EPS)[:, None]
+    e /= 2
+    np.negative(e, out=e)
+    return np.exp(e, out=e)
+
+
+def pair_similarity(det_xy: np.ndarray, gt_xy: np.ndarray, areas: np.ndarray,
+                    sigmas: np.ndarray) -> np.ndarray:
+    """Per-keypoint OKS term ``exp(-e)`` of N (detection, GT) pairs.
+
+    ``e = d^2 / (2 sigma)^2 / (area + eps) / 2`` with ``d`` the distance to the
+    GT keypoint (COCO, for GTs with labelled keypoints).
 
     Args:
-        det_xy: detections, shape (D, K, 2), image coordinates.
-        gt_keypoints: GT keypoints, shape (G, K, 3) as (x, y, visibility).
-        gt_areas: area used to normalise the distance, shape (G,).
-        gt_bboxes: GT boxes (x, y, w, h), shape (G, 4).
+        det_xy: detection keypoints, shape (N, K, 2).
+        gt_xy: GT keypoints, shape (N, K, 2).
+        areas: GT areas, shape (N,).
         sigmas: per-keypoint sigmas, shape (K,).
 
     Returns:
-        tuple: ``(sim, sim_box)``, each of shape (D, G, K).
+        np.ndarray: shape (N, K).
     """
     variances = (sigmas * 2) ** 2
-    norm = (gt_areas + _EPS)[None, :, None]
-    xd = det_xy[:, None, :, 0]
-    yd = det_xy[:, None, :, 1]
-    dx = xd - gt_keypoints[None, :, :, 0]
-    dy = yd - gt_keypoints[None, :, :, 1]
-    sim = np.exp(-((dx ** 2 + dy ** 2) / variances / norm / 2))
-
-    x0 = (gt_bboxes[:, 0] - gt_bboxes[:, 2])[None, :, None]
-    x1 = (gt_bboxes[:, 0] + gt_bboxes[:, 2] * 2)[None, :, None]
-    y0 = (gt_bboxes[:, 1] - gt_bboxes[:, 3])[None, :, None]
-    y1 = (gt_bboxes[:, 1] + gt_bboxes[:, 3] * 2)[None, :, None]
-    bdx = np.maximum(0, x0 - xd) + np.maximum(0, xd - x1)
-    bdy = np.maximum(0, y0 - yd) + np.maximum(0, yd - y1)
-    sim_box = np.exp(-((bdx ** 2 + bdy ** 2) / variances / norm / 2))
-    return sim, sim_box
+    return _similarity(det_xy[..., 0] - gt_xy[..., 0],
+                       det_xy[..., 1] - gt_xy[..., 1], areas, variances)
 
 
-def part_oks(sim: np.ndarray, sim_box: np.ndarray, gt_visible: np.ndarray,
-             index: np.ndarray) -> np.ndarray:
-    """OKS of every (detection, GT) pair over a subset of the keypoints.
+def pair_box_similarity(det_xy: np.ndarray, gt_bboxes: np.ndarray,
+                        areas: np.ndarray, sigmas: np.ndarray) -> np.ndarray:
+    """Per-keypoint OKS term for GTs without labelled keypoints.
+
+    COCO's rule: ``d`` is the distance from the detected keypoint to the GT box
+    enlarged to three times its size (0 inside it).
 
     Args:
-        sim: per-keypoint similarity to the GT keypoints, shape (D, G, K).
-        sim_box: per-keypoint similarity to the enlarged GT box, (D, G, K).
-        gt_visible: GT keypoint labelled (visibility > 0), bool (G, K).
-        index: keypoint ids of the subset, shape (Kp,).
+        det_xy: detection keypoints, shape (N, K, 2).
+        gt_bboxes: GT boxes (x, y, w, h), shape (N, 4).
+        areas: GT areas, shape (N,).
+        sigmas: per-keypoint sigmas, shape (K,).
 
     Returns:
-        np.ndarray: OKS, shape (D, G). A GT with labelled keypoints in the
-        subset is compared on those only; a GT without any uses the box
-        distance over all ``Kp`` keypoints (COCO rule).
+        np.ndarray: shape (N, K).
     """
-    vis = gt_visible[:, index]
-    count = vis.sum(axis=1)
-    oks_vis = (sim[:, :, index] * vis[None]).sum(axis=-1) / np.maximum(count, 1)
-    oks_box = sim_box[:, :, index].mean(axis=-1)
-    return np.where(count[None] > 0, oks_vis, oks_box)
+    variances = (sigmas * 2) ** 2
+    x0 = (gt_bboxes[:, 0] - gt_bboxes[:, 2])[:, None]
+    x1 = (gt_bboxes[:, 0] + gt_bboxes[:, 2] * 2)[:, None]
+    y0 = (gt_bboxes[:, 1] - gt_bboxes[:, 3])[:, None]
+    y1 = (gt_bboxes[:, 1] + gt_bboxes[:, 3] * 2)[:, None]
+    xd, yd = det_xy[..., 0], det_xy[..., 1]
+    dx = np.maximum(0, x0 - xd) + np.maximum(0, xd - x1)
+    dy = np.maximum(0, y0 - yd) + np.maximum(0, yd - y1)
+    return _similarity(dx, dy, areas, variances)
 
 
 def oks_nms(keypoints: np.ndarray, scores: np.ndarray, areas: np.ndarray,
@@ -94,8 +98,8 @@ def oks_nms(keypoints: np.ndarray, scores: np.ndarray, areas: np.ndarray,
         (descending score).
     """
     n = len(scores)
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
+    if n <= 1:
+        return np.arange(n, dtype=np.int64)
     variances = (sigmas * 2) ** 2
     xy = np.asarray(keypoints, dtype=np.float64)[..., :2]
     dx = xy[None, :, :, 0] - xy[:, None, :, 0]
