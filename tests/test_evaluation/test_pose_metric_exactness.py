@@ -256,3 +256,41 @@ def test_generic_metric_with_133_wholebody_fields():
                                                            np.arange(17)),
                              sigmas[:17])
     assert ours['body/AP'] == pytest.approx(body[0], abs=1e-6)
+
+
+def test_crowd_and_more_than_20_detections(tmp_path):
+    """A crowd GT (can absorb several detections) and 28 detections on one
+    image (only the 20 best count) against pycocotools."""
+    gt = load_json(COCO17_JSON)
+    gt['annotations'][4]['iscrowd'] = 1
+    path = tmp_path / 'crowd.json'
+    path.write_text(json.dumps(gt))
+    samples = perturbed_predictions(gt, seed=9, false_positives=0)
+    rng = np.random.default_rng(9)
+    crowd = gt['annotations'][4]
+    for j in range(25):
+        src = samples[4]['pred_instances']
+        samples.append(dict(
+            id=3 * 10**8 + j, img_id=crowd['image_id'], category_id=1,
+            pred_instances=dict(
+                keypoints=src['keypoints'] + rng.normal(0, 3, (1, 17, 2)),
+                keypoint_scores=src['keypoint_scores'],
+                bbox_scores=rng.uniform(0.1, 1.0, 1))))
+    metric = KeypointOKSMetric(ann_file=str(path), sigmas=COCO17_SIGMAS,
+                               score_mode='bbox', nms_mode='none')
+    ours = _stats(run_metric(metric, samples))
+    ref = pycocotools_stats(str(path), _ordered_dets(samples), COCO17_SIGMAS)
+    np.testing.assert_allclose(ours, ref, rtol=0, atol=1e-6)
+    # chunking images differently does not change anything
+    metric = KeypointOKSMetric(ann_file=str(path), sigmas=COCO17_SIGMAS,
+                               score_mode='bbox', nms_mode='none')
+    import sapiens2_mm.evaluation.metrics.pose.keypoint_oks_metric as mod
+    from sapiens2_mm.evaluation.metrics.pose import coco_keypoint_eval
+    orig = mod.coco_keypoint_eval
+    try:
+        mod.coco_keypoint_eval = lambda *a: coco_keypoint_eval(
+            *a, chunk_elements=1)
+        small = _stats(run_metric(metric, samples))
+    finally:
+        mod.coco_keypoint_eval = orig
+    np.testing.assert_array_equal(small, ours)
