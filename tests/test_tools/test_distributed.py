@@ -1,10 +1,11 @@
 """Real 2-process distributed training and testing on the CPU (gloo).
 
-torchrun starts two ranks of tools/train.py; they train the workflow config
-with DDP and evaluate with a distributed sampler (5 images over 2 ranks, so the
-sampler pads one). The gathered metric must equal a single-process evaluation
-of the same checkpoint, and a 2-process tools/test.py must return exactly the
-single-process predictions, each image once and in order.
+tools/dist_train.sh (torchrun) starts two ranks of tools/train.py; they train
+the workflow config with DDP and evaluate with a distributed sampler (5 images
+over 2 ranks, so the sampler pads one). The gathered metric must equal a
+single-process evaluation of the same checkpoint, and tools/dist_test.sh with 2
+processes must return exactly the single-process predictions, each image once
+and in order.
 """
 import json
 import os.path as osp
@@ -14,8 +15,8 @@ import pytest
 import torch
 
 from .workflow_utils import (
-    TEST,
-    TRAIN,
+    DIST_TEST,
+    DIST_TRAIN,
     WORKFLOW_CFG,
     load_tool,
     make_data,
@@ -29,7 +30,7 @@ def test_two_process_gloo_train_and_eval_match_single_process(
         tmp_path, monkeypatch):
     data = make_data(str(tmp_path / 'data'))
     work = str(tmp_path / 'dist')
-    proc = run_tool([TRAIN, WORKFLOW_CFG, '--work-dir', work], data, nproc=2)
+    proc = run_tool([DIST_TRAIN, WORKFLOW_CFG, '2', '--work-dir', work], data)
     assert 'Distributed training is not used' not in proc.stdout
     with open(_logs(work)[0]) as f:
         log = f.read()
@@ -50,8 +51,8 @@ def test_two_process_gloo_train_and_eval_match_single_process(
         assert val[0][key] == single[key], key
 
     dist_out = str(tmp_path / 'dist.pkl')
-    run_tool([TEST, WORKFLOW_CFG, ckpt, '--work-dir', str(tmp_path / 'd'),
-              '--out', dist_out], data, nproc=2)
+    run_tool([DIST_TEST, WORKFLOW_CFG, ckpt, '2', '--work-dir',
+              str(tmp_path / 'd'), '--out', dist_out], data)
     with open(tmp_path / 'd' / 'test_metrics.json') as f:
         assert json.load(f) == single
     with open(single_out, 'rb') as f:

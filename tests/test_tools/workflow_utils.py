@@ -12,6 +12,8 @@ REPO_DIR = osp.dirname(TESTS_DIR)
 WORKFLOW_CFG = osp.join(TESTS_DIR, 'configs', 'workflow', 'tiny_seg_workflow.py')
 TRAIN = osp.join(REPO_DIR, 'tools', 'train.py')
 TEST = osp.join(REPO_DIR, 'tools', 'test.py')
+DIST_TRAIN = osp.join(REPO_DIR, 'tools', 'dist_train.sh')
+DIST_TEST = osp.join(REPO_DIR, 'tools', 'dist_test.sh')
 
 
 def make_data(out_dir: str) -> str:
@@ -44,11 +46,18 @@ def free_port() -> int:
 
 
 def run_tool(args, data_root, nproc=1, timeout=300, check=True):
-    """Run a tool script (``args[0]``) as a subprocess, torchrun if nproc>1."""
+    """Run a tool as a subprocess.
+
+    ``args[0]`` is a Python script (run with torchrun when ``nproc > 1``) or a
+    ``.sh`` launcher (run with bash, using this interpreter and a free port).
+    """
     env = dict(os.environ, SAPIENS2_WORKFLOW_DATA=data_root,
-               OMP_NUM_THREADS='1', MKL_NUM_THREADS='1')
+               OMP_NUM_THREADS='1', MKL_NUM_THREADS='1',
+               PYTHON=sys.executable, PORT=str(free_port()))
     env.pop('TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD', None)
-    if nproc > 1:
+    if args[0].endswith('.sh'):
+        cmd = ['bash', *args]
+    elif nproc > 1:
         cmd = [sys.executable, '-m', 'torch.distributed.run',
                f'--nproc_per_node={nproc}', f'--master_port={free_port()}']
         cmd += [args[0], *args[1:], '--launcher', 'pytorch']
