@@ -1,7 +1,7 @@
 # Tiny Sapiens2 body-part model that trains on the bundled sample
 # (tests/data/seg_sample, 4 COCO photos with derived labels) on a CPU in
 # seconds: a smoke test of the whole recipe, not a model to use.
-#   python tools/train.py configs/seg/sapiens2-tiny_1xb4-40_seg29sample-128x96.py
+#   python tools/train.py configs/seg/sapiens2-tiny_1xb2-30_seg29sample-128x96.py
 _base_ = [
     '../_base_/default_runtime.py',
     './_base_/sapiens2-seg29.py',
@@ -34,7 +34,7 @@ test_pipeline = [
     dict(type='mmseg.PackSegInputs'),
 ]
 train_dataloader = dict(
-    batch_size=4, num_workers=0, persistent_workers=False,
+    batch_size=2, num_workers=0, persistent_workers=False,
     dataset=dict(data_root=data_root,
                  data_prefix=dict(img_path='images', seg_map_path='labels'),
                  pipeline=train_pipeline))
@@ -45,10 +45,10 @@ val_dataloader = dict(
                  pipeline=test_pipeline))
 test_dataloader = val_dataloader
 
-max_iters = 40
+max_iters = 30
 warmup_iters = 5
 optim_wrapper = dict(
-    optimizer=dict(lr=2e-3),
+    optimizer=dict(lr=3e-3),
     paramwise_cfg=dict(num_layers=4, layer_decay_rate=0.9),
     clip_grad=dict(max_norm=4.0))
 param_scheduler = [

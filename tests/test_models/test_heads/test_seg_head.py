@@ -132,7 +132,7 @@ def test_flip_tta_averages_logits_with_swapped_channels(repo_path):
 
     from sapiens2_mm.models.heads.seg import swap_channels
     cfg = Config.fromfile(repo_path(
-        'configs', 'seg', 'sapiens2-tiny_1xb4-40_seg29sample-128x96.py'))
+        'configs', 'seg', 'sapiens2-tiny_1xb2-30_seg29sample-128x96.py'))
     torch.manual_seed(0)
     model = MODELS.build(cfg.model).eval()
     tta = MODELS.build(dict(cfg.tta_model, module=model))
