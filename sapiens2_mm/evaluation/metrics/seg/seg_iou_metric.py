@@ -33,7 +33,7 @@ class SegIoUMetric(IoUMetric):
         ignore_index: label value left out (255).
         iou_metrics: any of 'mIoU', 'mDice', 'mFscore'.
         nan_to_num: value for NaN per-class scores; None keeps NaN (mmseg).
-        per_class: add ``IoU.<name>`` (and ``Acc.<name>``) entries.
+        per_class: add ``IoU.<name>`` entries (with 'mIoU' in iou_metrics).
         **kwargs: further :class:`IoUMetric` arguments.
     """
 
@@ -90,7 +90,7 @@ class SegIoUMetric(IoUMetric):
 
         Returns:
             ``aAcc``, ``mIoU``, ``mAcc`` (and ``mDice`` ... if asked), plus
-            ``IoU.<class>`` / ``Acc.<class>`` when ``per_class``.
+            ``IoU.<class>`` when ``per_class``.
         """
         metrics = OrderedDict(super().compute_metrics(results))
         if not self.per_class:
@@ -98,9 +98,8 @@ class SegIoUMetric(IoUMetric):
         totals = [sum(area) for area in zip(*results)]
         per_class = self.total_area_to_metrics(*totals, self.metrics,
                                                self.nan_to_num, self.beta)
-        for name, values in per_class.items():
-            if name == 'aAcc':
-                continue
-            for cls, value in zip(self.dataset_meta['classes'], values):
-                metrics[f'{name}.{cls}'] = float(np.round(value * 100, 2))
+        # Per-class IoU (the per-class Acc is in the logged table only).
+        for cls, value in zip(self.dataset_meta['classes'],
+                              per_class.get('IoU', [])):
+            metrics[f'IoU.{cls}'] = float(np.round(value * 100, 2))
         return metrics
