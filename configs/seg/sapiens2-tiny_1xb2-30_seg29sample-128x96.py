@@ -33,6 +33,18 @@ test_pipeline = [
     dict(type='LoadSegAnnotations', num_classes=29),
     dict(type='mmseg.PackSegInputs'),
 ]
+tta_pipeline = [
+    dict(type='LoadSegImage'),
+    dict(type='TestTimeAug',
+         transforms=[
+             [dict(type='SegResize', height=height, width=width,
+                   test_mode=True)],
+             [dict(type='mmseg.RandomFlip', prob=0.0, direction='horizontal'),
+              dict(type='mmseg.RandomFlip', prob=1.0, direction='horizontal')],
+             [dict(type='LoadSegAnnotations', num_classes=29)],
+             [dict(type='mmseg.PackSegInputs')],
+         ]),
+]
 train_dataloader = dict(
     batch_size=2, num_workers=0, persistent_workers=False,
     dataset=dict(data_root=data_root,

@@ -140,9 +140,7 @@ def test_flip_tta_averages_logits_with_swapped_channels(repo_path):
     info = dict(img_path=osp.join(root, 'images', '000000000785.jpg'),
                 seg_map_path=osp.join(root, 'labels', '000000000785.png'),
                 reduce_zero_label=False, seg_fields=[])
-    pipeline = [dict(t) for t in cfg.tta_pipeline]
-    pipeline[1]['transforms'][0][0].update(height=128, width=96)
-    data = Compose(pipeline)(info)
+    data = Compose(cfg.tta_pipeline)(info)
     batch = pseudo_collate([data])
     with torch.no_grad():
         merged = tta.test_step(batch)[0]
@@ -151,6 +149,7 @@ def test_flip_tta_averages_logits_with_swapped_channels(repo_path):
         flipped = model.test_step(dict(inputs=batch['inputs'][1],
                                        data_samples=batch['data_samples'][1]))
     assert batch['data_samples'][1][0].flip
+    assert batch['inputs'][0][0].shape == (3, 128, 96)
     a = plain[0].seg_logits.data
     b = swap_channels(flipped[0].seg_logits.data, seg29_metainfo()
                       ['flip_swap_pairs'])
