@@ -121,8 +121,11 @@ class DetectorBoxes:
                 f'Detector checkpoint not found: {checkpoint!r}.')
         from mmdet.apis import init_detector
         from mmdet.utils import register_all_modules as mmdet_register
+        from mmengine.registry import DefaultScope
         mmdet_register(init_default_scope=False)
-        self.model = init_detector(config, checkpoint, device=device)
+        # init_detector makes 'mmdet' the default scope; keep the caller's.
+        with DefaultScope.overwrite_default_scope('mmdet'):
+            self.model = init_detector(config, checkpoint, device=device)
         self.bbox_thr, self.nms_thr = bbox_thr, nms_thr
         self.person_label = person_label
 
