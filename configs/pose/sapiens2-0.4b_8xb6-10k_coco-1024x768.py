@@ -12,7 +12,8 @@ model = dict(
     backbone=dict(
         arch='sapiens2_0.4b',
         init_cfg=dict(type='Pretrained', checkpoint=pretrained)),
-    head=dict(in_channels=1024, deconv_out_channels=(1024, 768),
+    head=dict(out_channels=17, decoder={{_base_.codec}},
+              in_channels=1024, deconv_out_channels=(1024, 768),
               conv_out_channels=(512, 512, 256)))
 optim_wrapper = dict(
     paramwise_cfg=dict(num_layers=24, layer_decay_rate=0.8),

@@ -12,7 +12,8 @@ model = dict(
     backbone=dict(
         arch='sapiens2_1b',
         init_cfg=dict(type='Pretrained', checkpoint=pretrained)),
-    head=dict(in_channels=1536, deconv_out_channels=(1536, 1024),
+    head=dict(out_channels=308, decoder={{_base_.codec}},
+              in_channels=1536, deconv_out_channels=(1536, 1024),
               conv_out_channels=(768, 512, 256)))
 optim_wrapper = dict(
     paramwise_cfg=dict(num_layers=40, layer_decay_rate=0.9),

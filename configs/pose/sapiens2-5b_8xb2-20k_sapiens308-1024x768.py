@@ -12,7 +12,8 @@ model = dict(
     backbone=dict(
         arch='sapiens2_5b',
         init_cfg=dict(type='Pretrained', checkpoint=pretrained)),
-    head=dict(in_channels=2432, deconv_out_channels=(1024, 768),
+    head=dict(out_channels=308, decoder={{_base_.codec}},
+              in_channels=2432, deconv_out_channels=(1024, 768),
               conv_out_channels=(512, 512, 256)))
 optim_wrapper = dict(
     optimizer=dict(lr=0.0001),

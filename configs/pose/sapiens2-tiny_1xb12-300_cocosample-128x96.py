@@ -10,7 +10,8 @@ codec = dict(type='Sapiens2UDPHeatmap', input_size=(96, 128),
 tiny_arch = dict(embed_dims=64, num_layers=4, num_heads=4,
                  feedforward_channels=256, num_tokenizer_layers=2)
 model = dict(
-    backbone=dict(arch=dict(_delete_=True, **tiny_arch), img_size=(128, 96)),
+    backbone=dict(arch=dict(_delete_=True, **tiny_arch), img_size=(128, 96),
+                  init_cfg=None),
     head=dict(in_channels=64, out_channels=17, deconv_out_channels=(32, 16),
               conv_out_channels=(16, ), conv_kernel_sizes=(1, ),
               decoder=codec,

@@ -5,7 +5,6 @@ data_root = 'data/coco/'
 codec = dict(type='Sapiens2UDPHeatmap', input_size=(768, 1024),
              heatmap_size=(192, 256), sigma=6, blur_kernel_size=11,
              decode_mapping='official')
-model = dict(head=dict(out_channels=133, decoder=codec))
 
 train_pipeline = [
     dict(type='Sapiens2LoadImage', skip_bad=True),

@@ -2,12 +2,12 @@
 # json files with `goliath_wholebody_kpts` (308 x 3) per person, e.g. made from
 # COCO-WholeBody by tools/dataset_converters. Decoding uses the official
 # mapping (decode_mapping='official', see docs/pose.md).
+# Leaf configs pass `codec` on to the head decoder.
 dataset_type = 'Sapiens308Dataset'
 data_root = 'data/sapiens308/'
 codec = dict(type='Sapiens2UDPHeatmap', input_size=(768, 1024),
              heatmap_size=(192, 256), sigma=6, blur_kernel_size=11,
              decode_mapping='official')
-model = dict(head=dict(out_channels=308, decoder=codec))
 
 train_pipeline = [
     dict(type='Sapiens2LoadImage', skip_bad=True),

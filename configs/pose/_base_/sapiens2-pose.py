@@ -10,7 +10,7 @@ model = dict(
     backbone=dict(
         type='Sapiens2', arch='sapiens2_1b', img_size=(1024, 768),
         patch_size=16, final_norm=True, use_tokenizer=False,
-        with_cls_token=True, out_type='featmap', init_cfg=None),
+        with_cls_token=True, out_type='featmap'),
     head=dict(
         type='PoseHeatmapHead', in_channels=1536, out_channels=308,
         deconv_out_channels=(1536, 1024), deconv_kernel_sizes=(4, 4),
