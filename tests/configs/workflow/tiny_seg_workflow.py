@@ -103,6 +103,7 @@ default_hooks = dict(
     visualization=dict(type='mmseg.SegVisualizationHook', draw=False))
 visualizer = dict(
     type='mmseg.SegLocalVisualizer',
+    alpha=0.5,
     vis_backends=[dict(type='LocalVisBackend')],
     name='visualizer')
 env_cfg = dict(dist_cfg=dict(backend='gloo'))

@@ -1,0 +1,187 @@
+"""tools/analysis_tools: get_flops, print_config, analyze_logs, browse_dataset."""
+import json
+import os.path as osp
+
+import cv2
+import numpy as np
+import pytest
+from mmengine.config import Config
+
+from .workflow_utils import REPO_DIR, WORKFLOW_CFG, make_data
+
+ANALYSIS = osp.join(REPO_DIR, 'tools', 'analysis_tools')
+
+
+def _tool(name):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        f'sapiens2_analysis_{name}', osp.join(ANALYSIS, f'{name}.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+get_flops = _tool('get_flops')
+print_config = _tool('print_config')
+analyze_logs = _tool('analyze_logs')
+browse_dataset = _tool('browse_dataset')
+
+
+def _analytic_macs(arch, h, w, patch=16, prefix=9):
+    """Linear+conv and attention MACs of a Sapiens2 backbone, by formula."""
+    from sapiens2_mm.models.backbones.arch_zoo import (
+        num_kv_heads_of_block,
+        resolve_arch,
+    )
+    s = resolve_arch(arch)
+    c, layers, heads, ffn = (s['embed_dims'], s['num_layers'], s['num_heads'],
+                             s['feedforward_channels'])
+    hd = c // heads
+    grid = (h // patch) * (w // patch)
+    n = grid + prefix
+    linear = grid * c * 3 * patch * patch  # patch-embed conv
+    attention = 0
+    for i in range(layers):
+        kv = num_kv_heads_of_block(i, layers, heads) * hd
+        linear += n * (2 * c * c + 2 * c * kv + c * 2 * ffn + ffn * c)
+        attention += 2 * heads * n * n * hd
+    return linear, attention
+
+
+# Parameter counts verified on the official code (reference section 1.1).
+OFFICIAL_PARAMS = {
+    'sapiens2_0.1b': 113_993_472,
+    'sapiens2_0.4b': 395_450_368,
+    'sapiens2_1b': 1_455_474_176,
+}
+
+
+@pytest.mark.parametrize('arch', sorted(OFFICIAL_PARAMS))
+def test_get_flops_official_sizes_params_and_macs(arch):
+    result = get_flops.count(get_flops.backbone_cfg(arch))
+    assert result['params'] == OFFICIAL_PARAMS[arch]
+    assert result['shape'] == (1024, 768)
+    linear, attention = _analytic_macs(arch, 1024, 768)
+    assert result['linear_macs'] == linear
+    assert result['attention_macs'] == attention
+    assert result['flops'] == 2 * (linear + attention)
+
+
+def test_get_flops_01b_close_to_model_card():
+    """The card's 0.342 T is within 3% of our linear+conv MACs (0.351 T)."""
+    result = get_flops.count(get_flops.backbone_cfg('sapiens2_0.1b'))
+    card_params, card_tflops = get_flops.MODEL_CARD['sapiens2_0.1b']
+    assert round(result['params'] / 1e9, 3) == card_params
+    assert result['linear_macs'] / 1e12 == pytest.approx(card_tflops, rel=0.03)
+
+
+def test_get_flops_bare_backbone_and_task_config(capsys):
+    tiny = osp.join(REPO_DIR, 'tests', 'configs', 'parity',
+                    'tiny18_backbone_1k.py')
+    result = get_flops.main([tiny])
+    arch = Config.fromfile(tiny).model.arch
+    linear, attention = _analytic_macs(arch, 128, 96)
+    assert (result['linear_macs'], result['attention_macs']) == (linear,
+                                                                 attention)
+    assert 'params' in capsys.readouterr().out
+    # a task config counts backbone + head; params equal a real build's
+    from sapiens2_mm.registry import MODELS
+    cfg = Config.fromfile(WORKFLOW_CFG)
+    real = sum(p.numel() for p in MODELS.build(cfg.model).parameters())
+    task = get_flops.count(cfg.model.to_dict(), (64, 64))
+    assert task['params'] == real
+    assert task['backbone_params'] < real
+    b_linear, _ = _analytic_macs(cfg.model.backbone.arch, 64, 64)
+    assert task['linear_macs'] > b_linear  # the FCN head adds convs
+
+
+def test_print_config_resolves_bases_and_checks_options(tmp_path, capsys):
+    out = str(tmp_path / 'resolved.py')
+    cfg = print_config.main([
+        WORKFLOW_CFG, '--cfg-options', 'train_dataloader.batch_size=5',
+        '--save-path', out
+    ])
+    text = capsys.readouterr().out
+    assert "default_scope = 'sapiens2_mm'" in text  # from _base_
+    assert 'batch_size=5' in text
+    assert Config.fromfile(out).train_dataloader.batch_size == 5
+    assert cfg.log_processor.by_epoch is False
+    with pytest.raises(SystemExit, match="'batch_size'"):
+        print_config.main(
+            [WORKFLOW_CFG, '--cfg-options', 'train_dataloader.batchsize=5'])
+
+
+def _write_scalars(path):
+    entries = [dict(lr=0.1 * i, loss=1.0 / i, time=0.5 + 0.1 * i, iter=i,
+                    step=i) for i in range(1, 5)]
+    entries.insert(2, dict(mIoU=40.0, aAcc=80.0, step=0))
+    entries.append(dict(mIoU=50.0, aAcc=90.0, step=0))
+    with open(path, 'w') as f:
+        f.write('\n'.join(json.dumps(e) for e in entries) + '\n')
+
+
+def test_analyze_logs_series_plot_and_time(tmp_path):
+    run = tmp_path / 'work' / '20260101_000000' / 'vis_data'
+    run.mkdir(parents=True)
+    _write_scalars(run / 'scalars.json')
+    series = analyze_logs.load_series(str(tmp_path / 'work'))
+    assert series['loss'] == ([1, 2, 3, 4], [1.0, 0.5, 1 / 3, 0.25])
+    assert series['mIoU'] == ([2, 4], [40.0, 50.0])  # after iters 2 and 4
+    out = str(tmp_path / 'curves.png')
+    analyze_logs.main(['plot_curve', str(run / 'scalars.json'), '--keys',
+                       'loss', 'mIoU', '--out', out, '--title', 'x'])
+    image = cv2.imread(out)
+    assert image.shape == (600, 800, 3)  # 2 subplots of 8x3 inches, 100 dpi
+    assert (image < 250).any(axis=2).mean() > 0.02  # curves and axes drawn
+    stats = analyze_logs.cal_train_time(str(tmp_path / 'work'))
+    assert stats['mean'] == pytest.approx(0.75)
+    assert stats['slowest'] == pytest.approx(0.9)
+    with pytest.raises(SystemExit, match="'mAP'"):
+        analyze_logs.main(['plot_curve', str(tmp_path / 'work'), '--keys',
+                           'mAP', '--out', out])
+    with pytest.raises(SystemExit, match='No scalars.json'):
+        analyze_logs.main(['cal_train_time', str(tmp_path)])
+
+
+def test_browse_dataset_seg_draws_palette_overlay(tmp_path, monkeypatch):
+    data = make_data(str(tmp_path / 'data'))
+    monkeypatch.setenv('SAPIENS2_WORKFLOW_DATA', data)
+    out_dir = str(tmp_path / 'seg')
+    written = browse_dataset.main([WORKFLOW_CFG, '--output-dir', out_dir,
+                                   '--phase', 'val', '--max-items', '2'])
+    assert len(written) == 2
+    palette = np.array([[128, 128, 128], [220, 0, 0], [0, 0, 220]])
+    for path in written:
+        name = osp.basename(path).split('_', 1)[1]
+        image = cv2.imread(osp.join(data, 'img_dir', 'val', name))[..., ::-1]
+        label = cv2.imread(osp.join(data, 'ann_dir', 'val', name), 0)
+        drawn = cv2.imread(path)[..., ::-1].astype(float)
+        expected = 0.5 * image + 0.5 * palette[label]  # config alpha 0.5
+        assert np.abs(drawn - expected).max() <= 1.0
+
+
+def test_browse_dataset_pose_draws_keypoints(tmp_path):
+    cfg_path = osp.join(REPO_DIR, 'configs', 'pose',
+                        'sapiens2-tiny_1xb12-300_cocosample-128x96.py')
+    if not osp.isfile(cfg_path):
+        pytest.skip('tiny pose config not present')
+    out_dir = str(tmp_path / 'pose')
+    written = browse_dataset.main([cfg_path, '--output-dir', out_dir,
+                                   '--phase', 'val', '--max-items', '1'])
+    cfg = Config.fromfile(cfg_path)
+    from sapiens2_mm.registry import DATASETS
+    dataset_cfg = cfg.val_dataloader.dataset
+    browse_dataset._pack_transformed(dataset_cfg)
+    packed = DATASETS.build(dataset_cfg)[0]
+    plain = packed['inputs'].permute(1, 2, 0).numpy()  # BGR, like the file
+    drawn = cv2.imread(written[0])
+    assert drawn.shape == plain.shape
+    kpts = packed['data_samples'].gt_instances.transformed_keypoints[0]
+    visible = packed['data_samples'].gt_instances.keypoints_visible[0] > 0.3
+    h, w = plain.shape[:2]
+    hits = 0
+    for (x, y), vis in zip(kpts, visible):
+        xi, yi = int(round(x)), int(round(y))
+        if vis and 0 <= xi < w and 0 <= yi < h:
+            hits += int(np.any(drawn[yi, xi] != plain[yi, xi]))
+    assert hits >= 5  # keypoint discs drawn where the keypoints are

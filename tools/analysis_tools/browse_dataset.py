@@ -1,0 +1,134 @@
+"""Draw what the data pipeline of a config feeds the model, one image per sample.
+
+Usage::
+
+    python tools/analysis_tools/browse_dataset.py CONFIG --output-dir DIR
+        [--phase train|val|test] [--max-items 10] [--cfg-options k=v ...]
+
+Each sample goes through the full pipeline of the chosen phase (random
+augmentations included, so a train phase shows them). The packed image is
+drawn with its ground truth by the task's visualizer: keypoints and skeleton
+(mmpose PoseLocalVisualizer) for pose, the palette overlay of the label map
+(mmseg SegLocalVisualizer) for segmentation. The config's ``visualizer`` is
+used when it has one.
+"""
+import argparse
+import os
+import os.path as osp
+import sys
+
+import numpy as np
+from mmengine.config import Config, DictAction
+
+DEFAULT_VISUALIZERS = {
+    'mmpose': dict(type='mmpose.PoseLocalVisualizer', radius=2, line_width=1),
+    'mmseg': dict(type='mmseg.SegLocalVisualizer', alpha=0.5),
+}
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description='Draw pipeline outputs')
+    parser.add_argument('config', help='config file path')
+    parser.add_argument('--output-dir', required=True,
+                        help='where the drawn images go')
+    parser.add_argument('--phase', default='train',
+                        choices=['train', 'val', 'test'])
+    parser.add_argument('--max-items', type=int, default=10,
+                        help='samples to draw (from the start)')
+    parser.add_argument('--cfg-options', nargs='+', action=DictAction,
+                        help='override config keys (see tools/train.py)')
+    return parser.parse_args(argv)
+
+
+def _task_of(cfg: Config) -> str:
+    text = f'{cfg.model.get("type", "")} {cfg.get("visualizer", "")}'
+    for task in DEFAULT_VISUALIZERS:
+        if task in text:
+            return task
+    if 'decode_head' in cfg.model:
+        return 'mmseg'
+    return 'mmpose'
+
+
+def _pack_transformed(dataset_cfg: dict) -> None:
+    """Have mmpose's PackPoseInputs keep the keypoints in crop coordinates.
+
+    By default it packs the keypoints of the original image; the drawing is on
+    the transformed crop, so ask for ``transformed_keypoints`` as well.
+    """
+    for transform in dataset_cfg.get('pipeline') or []:
+        if 'PackPoseInputs' in str(transform.get('type')):
+            transform['pack_transformed'] = True
+    for sub in dataset_cfg.get('datasets') or []:
+        _pack_transformed(sub)
+
+
+def build_visualizer(cfg: Config, dataset):
+    """The config's visualizer (or the task default) with the dataset meta."""
+    from sapiens2_mm.registry import VISUALIZERS
+    task = _task_of(cfg)
+    vis_cfg = dict(cfg.get('visualizer') or DEFAULT_VISUALIZERS[task])
+    vis_cfg.update(name=f'browse_dataset_{id(dataset)}', vis_backends=None,
+                   save_dir=None)
+    visualizer = VISUALIZERS.build(vis_cfg)
+    meta = dataset.metainfo
+    if task == 'mmseg':
+        visualizer.set_dataset_meta(meta.get('classes'), meta.get('palette'))
+    else:
+        visualizer.set_dataset_meta(meta)
+    return visualizer
+
+
+def draw_sample(visualizer, packed: dict, out_file: str) -> np.ndarray:
+    """Draw one packed sample (``inputs`` BGR (3, H, W), ``data_samples``)."""
+    image = packed['inputs'].permute(1, 2, 0).numpy()[..., ::-1]  # to RGB
+    image = np.ascontiguousarray(image, dtype=np.uint8)
+    kwargs = dict(draw_gt=True, draw_pred=False, show=False,
+                  out_file=out_file)
+    if 'Pose' in type(visualizer).__name__:
+        # boxes stay in original-image coordinates: not drawn on the crop
+        kwargs.update(draw_bbox=False, draw_heatmap=False)
+    else:
+        kwargs.update(with_labels=False)
+    visualizer.add_datasample(osp.basename(out_file), image,
+                              packed['data_samples'], **kwargs)
+    return image
+
+
+def main(argv=None) -> list:
+    args = parse_args(argv)
+    from sapiens2_mm.utils import register_all_modules
+    from sapiens2_mm.utils.cfg_options import UnknownConfigKeyError, check_cfg_options
+    register_all_modules()
+    if not osp.isfile(args.config):
+        sys.exit(f'error: config file not found: {args.config!r}')
+    cfg = Config.fromfile(args.config)
+    try:
+        check_cfg_options(cfg, args.cfg_options)
+    except UnknownConfigKeyError as err:
+        sys.exit(f'error: {err}')
+    if args.cfg_options:
+        cfg.merge_from_dict(args.cfg_options)
+    loader = cfg.get(f'{args.phase}_dataloader')
+    if not loader:
+        sys.exit(f'error: {args.config} has no {args.phase}_dataloader')
+    from sapiens2_mm.registry import DATASETS
+    _pack_transformed(loader['dataset'])
+    dataset = DATASETS.build(loader['dataset'])
+    visualizer = build_visualizer(cfg, dataset)
+    os.makedirs(args.output_dir, exist_ok=True)
+    written = []
+    for index in range(min(args.max_items, len(dataset))):
+        packed = dataset[index]
+        name = osp.basename(packed['data_samples'].metainfo.get(
+            'img_path', f'{index}.png'))
+        stem = osp.splitext(name)[0]
+        out_file = osp.join(args.output_dir, f'{index:04d}_{stem}.png')
+        draw_sample(visualizer, packed, out_file)
+        written.append(out_file)
+    print(f'Wrote {len(written)} images to {args.output_dir}')
+    return written
+
+
+if __name__ == '__main__':
+    main()
