@@ -73,7 +73,7 @@ class PoseHeatmapHead(BaseHead):
         conv_kernel_sizes: kernel of each conv (odd).
         loss: loss config; the official one is
             ``dict(type='mmpose.KeypointMSELoss', use_target_weight=True,
-            loss_weight=10.)``.
+            loss_weight=10.)``, the default.
         decoder: codec config used by :meth:`predict` (built from mmpose's
             ``KEYPOINT_CODECS``), e.g. ``dict(type='Sapiens2UDPHeatmap', ...)``.
         init_cfg: defaults to the official init (Kaiming-normal fan_out Conv2d,
