@@ -109,6 +109,8 @@ def enable_amp(cfg: Config) -> None:
         return
     wrapper.type = 'AmpOptimWrapper'
     wrapper.dtype = AMP_DTYPE
+    if 'FSDP' in str((cfg.get('strategy') or {}).get('type', '')):
+        wrapper.use_fsdp = True  # sharded gradient scaler
     # bf16 keeps fp32's exponent range: no loss scaling needed
     wrapper.loss_scale = 1.0
 
@@ -162,6 +164,39 @@ def prepare_cpu_distributed(cfg: Config) -> None:
     cfg.model_wrapper_cfg = wrapper
 
 
+def check_strategy(cfg: Config) -> None:
+    """Refuse FSDP/DeepSpeed set-ups that cannot run here, with the reason."""
+    import importlib.util
+
+    from mmengine.device import get_device
+    strategy = cfg.get('strategy')
+    if not strategy:
+        return
+    kind = str(strategy.get('type', ''))
+    if 'FSDP' in kind and get_device() == 'cpu':
+        raise ToolError(
+            'The config uses FSDPStrategy, but torch FullyShardedDataParallel '
+            '(which mmengine wraps) needs a GPU or other accelerator: torch '
+            'raises "FSDP needs a non-CPU accelerator device" on CPU. Train '
+            'without the strategy on CPU (DDP with gloo works: '
+            'tools/dist_train.sh CONFIG N).')
+    if 'FSDP' in kind and cfg.launcher == 'none':
+        raise ToolError(
+            'FSDPStrategy needs a distributed launch (a process group), even '
+            'on one GPU: use tools/dist_train.sh CONFIG 1.')
+    if 'DeepSpeed' in kind:
+        if importlib.util.find_spec('deepspeed') is None:
+            raise ToolError(
+                'The config uses DeepSpeedStrategy but deepspeed is not '
+                'installed: pip install deepspeed (it builds CUDA ops; see '
+                'docs/large_models.md), or use the FSDP strategy instead.')
+        wrapper = str(cfg.get('optim_wrapper', {}).get('type', 'OptimWrapper'))
+        if 'DeepSpeed' not in wrapper:
+            raise ToolError(
+                f'DeepSpeedStrategy needs optim_wrapper.type='
+                f"'DeepSpeedOptimWrapper', got {wrapper!r}.")
+
+
 def build_cfg(args: argparse.Namespace) -> Config:
     """The training config after every command-line option is applied."""
     cfg = load_config(args.config, args.cfg_options)
@@ -171,6 +206,7 @@ def build_cfg(args: argparse.Namespace) -> Config:
         enable_amp(cfg)
     set_resume(cfg, args.resume)
     add_rng_state_hook(cfg)
+    check_strategy(cfg)
     return cfg
 
 

@@ -1,8 +1,11 @@
-"""Engine hooks: strict checkpoint loading and RNG-state checkpointing."""
+"""Engine hooks (strict checkpoint loading, RNG-state checkpointing) and the
+FSDP policies the strategy configs name."""
 from .checked_load_hook import CheckedCheckpointLoadHook, map_official_keys
+from .fsdp_policies import sapiens2_block_checkpoint_fn, sapiens2_block_wrap_policy
 from .rng_state_hook import RNGStateHook, get_rng_state, set_rng_state
 
 __all__ = [
     'CheckedCheckpointLoadHook', 'map_official_keys', 'RNGStateHook',
-    'get_rng_state', 'set_rng_state'
+    'get_rng_state', 'set_rng_state', 'sapiens2_block_wrap_policy',
+    'sapiens2_block_checkpoint_fn'
 ]
