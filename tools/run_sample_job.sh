@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup_env.sh
 source .venv/bin/activate
-config=configs/pose/sapiens2-tiny_1xb14-300_cocosample-256x192.py
+config=configs/pose/sapiens2-tiny_1xb12-300_cocosample-128x96.py
 work_dir=${WORK_DIR:-work_dirs/sample_job}
 python tools/train.py "$config" --work-dir "$work_dir" "$@"
 python tools/test.py "$config" "$work_dir/iter_300.pth" --work-dir "$work_dir/test" \
