@@ -100,20 +100,39 @@ def _visualization_hooks(cfg: Config) -> list:
     return [h for h in hooks if 'Visualization' in str(h.get('type'))]
 
 
+# Added when a config has no visualisation set-up of its own.
+DEFAULT_SHOW = {
+    'mmpose': (dict(type='mmpose.PoseVisualizationHook'),
+               dict(type='mmpose.PoseLocalVisualizer', name='visualizer',
+                    vis_backends=[dict(type='LocalVisBackend')])),
+    'mmseg': (dict(type='mmseg.SegVisualizationHook'),
+              dict(type='mmseg.SegLocalVisualizer', name='visualizer',
+                   alpha=0.5, vis_backends=[dict(type='LocalVisBackend')])),
+}
+
+
+def _task_of(cfg: Config) -> str:
+    if 'decode_head' in cfg.model or 'mmseg' in str(cfg.model.get('type')):
+        return 'mmseg'
+    return 'mmpose'
+
+
 def enable_show_dir(cfg: Config, show_dir: str) -> None:
     """Switch the task's visualisation hook on and point it at ``show_dir``.
 
     mmpose's PoseVisualizationHook takes ``enable``/``out_dir`` and writes the
     files itself; mmseg's SegVisualizationHook takes ``draw`` and writes
     through the visualizer's LocalVisBackend (``show_dir/vis_data/vis_image``).
+    A config without a visualisation hook gets the task's default one.
     """
+    show_dir = osp.abspath(ensure_writable_dir(show_dir, '--show-dir'))
     hooks = _visualization_hooks(cfg)
     if not hooks:
-        raise ToolError(
-            f'--show-dir needs a visualization hook in the config '
-            f'({cfg.filename}); add e.g. default_hooks.visualization='
-            "dict(type='mmpose.PoseVisualizationHook').")
-    show_dir = osp.abspath(ensure_writable_dir(show_dir, '--show-dir'))
+        hook, visualizer = DEFAULT_SHOW[_task_of(cfg)]
+        cfg.setdefault('default_hooks', {})['visualization'] = dict(hook)
+        if not cfg.get('visualizer'):
+            cfg.visualizer = dict(visualizer)
+        hooks = _visualization_hooks(cfg)
     for hook in hooks:
         hook['interval'] = 1
         if 'Pose' in str(hook['type']):

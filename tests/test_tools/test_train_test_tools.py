@@ -10,7 +10,15 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from .workflow_utils import TEST, TRAIN, WORKFLOW_CFG, load_tool, make_data, run_tool
+from .workflow_utils import (
+    REPO_DIR,
+    TEST,
+    TRAIN,
+    WORKFLOW_CFG,
+    load_tool,
+    make_data,
+    run_tool,
+)
 
 train_tool = load_tool('train')
 test_tool = load_tool('test')
@@ -216,3 +224,29 @@ def test_resume_auto_and_default_work_dir(tmp_path, monkeypatch):
     assert cfg.resume is True and cfg.load_from is None
     assert cfg.work_dir == './work_dirs/tiny_seg_workflow'
     assert osp.isdir(tmp_path / 'work_dirs' / 'tiny_seg_workflow')
+
+
+def test_official_pose_layout_loads_into_mmpose_estimator(tmp_path):
+    """Official files name the pose head ``decode_head.``; mmpose ``head.``."""
+    from mmengine.registry import MODELS
+    from safetensors.torch import save_file
+
+    from sapiens2_mm.engine.hooks import CheckedCheckpointLoadHook
+    pose_cfg = osp.join(REPO_DIR, 'configs', 'pose',
+                        'sapiens2-tiny_1xb12-300_cocosample-128x96.py')
+    if not osp.isfile(pose_cfg):
+        pytest.skip('tiny pose config not present')
+    model_cfg = Config.fromfile(pose_cfg).model
+    source = MODELS.build(model_cfg)
+    official = {('decode_head.' + k[len('head.'):] if k.startswith('head.')
+                 else k): v.contiguous()
+                for k, v in source.state_dict().items()}
+    assert any(k.startswith('decode_head.conv_pose') for k in official)
+    path = str(tmp_path / 'sapiens2_pose_official.safetensors')
+    save_file(official, path)
+    target = MODELS.build(model_cfg)
+    CheckedCheckpointLoadHook(path).before_run(
+        SimpleNamespace(model=target, logger=SimpleNamespace(info=print)))
+    for key, value in source.state_dict().items():
+        torch.testing.assert_close(target.state_dict()[key], value, rtol=0,
+                                   atol=0)

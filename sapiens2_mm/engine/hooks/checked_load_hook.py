@@ -22,16 +22,23 @@ def map_official_keys(model: torch.nn.Module,
                       state: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
     """Rename official checkpoint keys to the model's, where the layouts differ.
 
-    The single place where a task declares its key mapping: a model (or its
-    head) that stores official weights under other names provides
-    ``convert_official_state_dict(state) -> state``; this calls it. Keys of
-    files saved by sapiens2_mm itself already fit and pass through unchanged.
+    Official task files call every head ``decode_head.``; mmpose estimators
+    call it ``head.``. When the checkpoint has ``decode_head.`` keys and the
+    model does not, the task's renames of
+    :func:`sapiens2_mm.utils.official_keys.official_to_package` apply. A model
+    (or head) with other needs provides ``convert_official_state_dict(state)``,
+    which takes precedence. Files saved by sapiens2_mm pass unchanged.
     """
     for owner in (model, getattr(model, 'head', None),
                   getattr(model, 'decode_head', None)):
         convert = getattr(owner, 'convert_official_state_dict', None)
         if callable(convert):
             return convert(state)
+    prefix = 'decode_head.'
+    if any(k.startswith(prefix) for k in state) and not any(
+            k.startswith(prefix) for k in model.state_dict()):
+        from ...utils.official_keys import detect_task, official_to_package
+        return official_to_package(state, detect_task(state))
     return state
 
 
