@@ -103,10 +103,10 @@ def _visualization_hooks(cfg: Config) -> list:
 # Added when a config has no visualisation set-up of its own.
 DEFAULT_SHOW = {
     'mmpose': (dict(type='mmpose.PoseVisualizationHook'),
-               dict(type='mmpose.PoseLocalVisualizer', name='visualizer',
+               dict(type='mmpose.PoseLocalVisualizer',
                     vis_backends=[dict(type='LocalVisBackend')])),
     'mmseg': (dict(type='mmseg.SegVisualizationHook'),
-              dict(type='mmseg.SegLocalVisualizer', name='visualizer',
+              dict(type='mmseg.SegLocalVisualizer',
                    alpha=0.5, vis_backends=[dict(type='LocalVisBackend')])),
 }
 
