@@ -24,6 +24,7 @@ sys.path.insert(0, osp.dirname(osp.abspath(__file__)))
 from train import (  # noqa: E402
     ToolError,
     build_runner,
+    cleanup_distributed,
     ensure_writable_dir,
     load_config,
     prepare_cpu_distributed,
@@ -169,18 +170,21 @@ def main(argv: Optional[List[str]] = None) -> dict:
         cfg = build_cfg(args)
     except (ToolError, UnknownConfigKeyError) as err:
         sys.exit(f'error: {err}')
+    from mmengine.dist import is_main_process
     prepare_cpu_distributed(cfg)
-    runner = build_runner(cfg)
     try:
+        runner = build_runner(cfg)
         metrics = runner.test()
+        main_process = is_main_process()  # before the group is destroyed
     except Exception as err:
         from sapiens2_mm.utils.checkpoint import CheckpointMismatchError
         if isinstance(err, CheckpointMismatchError) or (
                 isinstance(err, ValueError) and args.checkpoint in str(err)):
             sys.exit(f'error: {err}')
         raise
-    from mmengine.dist import is_main_process
-    if is_main_process():
+    finally:
+        cleanup_distributed()
+    if main_process:
         plain = {k: (v.item() if hasattr(v, 'item') else v)
                  for k, v in metrics.items()}
         path = osp.join(cfg.work_dir, METRICS_FILE)

@@ -197,6 +197,17 @@ def check_strategy(cfg: Config) -> None:
                 f"'DeepSpeedOptimWrapper', got {wrapper!r}.")
 
 
+def cleanup_distributed() -> None:
+    """Destroy the process group before exit.
+
+    mmengine leaves it alive; with gloo the process can then abort at
+    interpreter shutdown ("terminate called without an active exception").
+    """
+    import torch.distributed as torch_dist
+    if torch_dist.is_available() and torch_dist.is_initialized():
+        torch_dist.destroy_process_group()
+
+
 def build_cfg(args: argparse.Namespace) -> Config:
     """The training config after every command-line option is applied."""
     cfg = load_config(args.config, args.cfg_options)
@@ -231,8 +242,11 @@ def main(argv: Optional[List[str]] = None):
     except (ToolError, UnknownConfigKeyError) as err:
         sys.exit(f'error: {err}')
     prepare_cpu_distributed(cfg)
-    runner = build_runner(cfg)
-    runner.train()
+    try:
+        runner = build_runner(cfg)
+        runner.train()
+    finally:
+        cleanup_distributed()
     return runner
 
 

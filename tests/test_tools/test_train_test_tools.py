@@ -141,7 +141,7 @@ def test_missing_config_and_checkpoint(tmp_path):
         train_tool.build_cfg(train_tool.parse_args(['nope/cfg.py']))
     args = test_tool.parse_args([WORKFLOW_CFG, str(tmp_path / 'none.pth'),
                                  '--work-dir', str(tmp_path)])
-    with pytest.raises(train_tool.ToolError, match='Checkpoint not found'):
+    with pytest.raises(test_tool.ToolError, match='Checkpoint not found'):
         test_tool.build_cfg(args)
     args = train_tool.parse_args([WORKFLOW_CFG, '--resume',
                                   str(tmp_path / 'x.pth'), '--work-dir',
@@ -161,7 +161,7 @@ def test_work_dir_not_writable(tmp_path):
         WORKFLOW_CFG, WORKFLOW_CFG, '--work-dir', str(tmp_path / 'w'),
         '--show-dir', str(blocker / 'show')
     ])
-    with pytest.raises(train_tool.ToolError, match='--show-dir'):
+    with pytest.raises(test_tool.ToolError, match='--show-dir'):
         test_tool.build_cfg(args)
 
 
