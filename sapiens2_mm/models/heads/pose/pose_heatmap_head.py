@@ -12,43 +12,7 @@ from mmpose.utils.tensor_utils import to_numpy
 from torch import Tensor, nn
 
 from ....registry import MODELS
-
-# ConvTranspose2d kernel -> (padding, output_padding) giving an exact x2.
-_DECONV_PADDING = {4: (1, 0), 3: (1, 1), 2: (0, 0)}
-
-
-def _make_deconv_layers(in_channels: int, out_channels: Sequence[int],
-                        kernel_sizes: Sequence[int]) -> nn.Sequential:
-    layers = []
-    for out_ch, kernel in zip(out_channels, kernel_sizes):
-        if kernel not in _DECONV_PADDING:
-            raise ValueError(
-                f'deconv kernel size {kernel} is not supported; use one of '
-                f'{sorted(_DECONV_PADDING)}.')
-        padding, output_padding = _DECONV_PADDING[kernel]
-        layers += [
-            nn.ConvTranspose2d(in_channels, out_ch, kernel, stride=2,
-                               padding=padding, output_padding=output_padding,
-                               bias=False),
-            nn.InstanceNorm2d(out_ch, affine=False),
-            nn.SiLU(inplace=True),
-        ]
-        in_channels = out_ch
-    return nn.Sequential(*layers)
-
-
-def _make_conv_layers(in_channels: int, out_channels: Sequence[int],
-                      kernel_sizes: Sequence[int]) -> nn.Sequential:
-    layers = []
-    for out_ch, kernel in zip(out_channels, kernel_sizes):
-        layers += [
-            nn.Conv2d(in_channels, out_ch, kernel, stride=1,
-                      padding=(kernel - 1) // 2, bias=True),
-            nn.InstanceNorm2d(out_ch, affine=False),
-            nn.SiLU(inplace=True),
-        ]
-        in_channels = out_ch
-    return nn.Sequential(*layers)
+from ...layers.conv_stacks import build_conv_stack, build_deconv_stack
 
 
 @MODELS.register_module()
@@ -115,10 +79,10 @@ class PoseHeatmapHead(BaseHead):
                 'same length.')
         self.in_channels = in_channels
         self.out_channels = out_channels
-        self.deconv_layers = _make_deconv_layers(
+        self.deconv_layers = build_deconv_stack(
             in_channels, deconv_out_channels, deconv_kernel_sizes)
         last = deconv_out_channels[-1] if deconv_out_channels else in_channels
-        self.conv_layers = _make_conv_layers(last, conv_out_channels,
+        self.conv_layers = build_conv_stack(last, conv_out_channels,
                                              conv_kernel_sizes)
         last = conv_out_channels[-1] if conv_out_channels else last
         self.conv_pose = nn.Conv2d(last, out_channels, kernel_size=1)

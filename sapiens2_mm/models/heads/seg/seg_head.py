@@ -7,52 +7,15 @@ from typing import Optional, Sequence, Tuple, Union
 
 import torch
 from mmseg.models.decode_heads.decode_head import BaseDecodeHead
-from torch import nn
 
-from sapiens2_mm.registry import MODELS
+from ....registry import MODELS
+from ...layers.conv_stacks import build_conv_stack, build_deconv_stack
 
-# ConvTranspose2d padding / output_padding that make a kernel upsample by 2.
-_DECONV_PADDING = {4: (1, 0), 3: (1, 1), 2: (0, 0)}
 # Upstream default loss written out with its scope prefix (see DESIGN.md).
 _DEFAULT_LOSS = dict(type='mmseg.CrossEntropyLoss', loss_weight=1.0)
 # The official head init: kaiming-normal (fan_out, relu) Conv2d weights, 0 bias.
 _DEFAULT_INIT = dict(type='Kaiming', layer='Conv2d', mode='fan_out',
                      nonlinearity='relu', distribution='normal', bias=0)
-
-
-def _deconv_layers(in_channels: int, out_channels: Sequence[int],
-                   kernel_sizes: Sequence[int]) -> nn.Sequential:
-    """[ConvTranspose2d x2 (no bias), InstanceNorm2d (no affine), SiLU] x N."""
-    layers = []
-    for channels, kernel in zip(out_channels, kernel_sizes):
-        if kernel not in _DECONV_PADDING:
-            raise ValueError(
-                f'deconv kernel size {kernel} is not supported; use one of '
-                f'{sorted(_DECONV_PADDING)}.')
-        padding, output_padding = _DECONV_PADDING[kernel]
-        layers += [
-            nn.ConvTranspose2d(in_channels, channels, kernel, stride=2,
-                               padding=padding, output_padding=output_padding,
-                               bias=False),
-            nn.InstanceNorm2d(channels),
-            nn.SiLU(inplace=True),
-        ]
-        in_channels = channels
-    return nn.Sequential(*layers)
-
-
-def _conv_layers(in_channels: int, out_channels: Sequence[int],
-                 kernel_sizes: Sequence[int]) -> nn.Sequential:
-    """[Conv2d (bias), InstanceNorm2d (no affine), SiLU] x N."""
-    layers = []
-    for channels, kernel in zip(out_channels, kernel_sizes):
-        layers += [
-            nn.Conv2d(in_channels, channels, kernel, padding=(kernel - 1) // 2),
-            nn.InstanceNorm2d(channels),
-            nn.SiLU(inplace=True),
-        ]
-        in_channels = channels
-    return nn.Sequential(*layers)
 
 
 @MODELS.register_module()
@@ -112,10 +75,10 @@ class SegHead(BaseDecodeHead):
                          dropout_ratio=dropout_ratio,
                          loss_decode=copy.deepcopy(loss_decode),
                          init_cfg=copy.deepcopy(init_cfg), **kwargs)
-        self.deconv_layers = _deconv_layers(in_channels, deconv_out_channels,
+        self.deconv_layers = build_deconv_stack(in_channels, deconv_out_channels,
                                             deconv_kernel_sizes)
         mid = deconv_out_channels[-1] if deconv_out_channels else in_channels
-        self.conv_layers = _conv_layers(mid, conv_out_channels,
+        self.conv_layers = build_conv_stack(mid, conv_out_channels,
                                         conv_kernel_sizes)
 
     def forward(self, inputs: Tuple[torch.Tensor, ...]) -> torch.Tensor:
