@@ -10,8 +10,8 @@ config=configs/pose/sapiens2-tiny_1xb12-300_cocosample-128x96.py
 work_dir=${WORK_DIR:-work_dirs/sample_job}
 python tools/train.py "$config" --work-dir "$work_dir" "$@"
 python tools/test.py "$config" "$work_dir/iter_300.pth" --work-dir "$work_dir/test" \
-  --show-dir vis --out "$work_dir/test/predictions.pkl"
+  --show-dir "$work_dir/test/vis" --out "$work_dir/test/predictions.pkl"
 echo
 echo "Done. Training log and checkpoint: $work_dir"
 echo "Metrics: $work_dir/test (log); predictions: $work_dir/test/predictions.pkl"
-echo "Visualisations: $work_dir/test/*/vis"
+echo "Visualisations: $work_dir/test/vis"
