@@ -20,7 +20,7 @@ model = dict(
 
 data_root = 'tests/data/seg_sample/'
 train_pipeline = [
-    dict(type='LoadSegImage'),
+    dict(type='Sapiens2LoadImage'),
     dict(type='LoadSegAnnotations', num_classes=29),
     dict(type='SegResize', height=height, width=width),
     dict(type='mmseg.RandomFlip', prob=0.5, direction='horizontal',
@@ -28,13 +28,13 @@ train_pipeline = [
     dict(type='mmseg.PackSegInputs'),
 ]
 test_pipeline = [
-    dict(type='LoadSegImage'),
+    dict(type='Sapiens2LoadImage'),
     dict(type='SegResize', height=height, width=width, test_mode=True),
     dict(type='LoadSegAnnotations', num_classes=29),
     dict(type='mmseg.PackSegInputs'),
 ]
 tta_pipeline = [
-    dict(type='LoadSegImage'),
+    dict(type='Sapiens2LoadImage'),
     dict(type='TestTimeAug',
          transforms=[
              [dict(type='SegResize', height=height, width=width,

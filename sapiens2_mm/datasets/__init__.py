@@ -1,3 +1,4 @@
 """Datasets and their transforms, grouped by task."""
 from .pose import *  # noqa: F401,F403
 from .seg import *  # noqa: F401,F403
+from .transforms import *  # noqa: F401,F403

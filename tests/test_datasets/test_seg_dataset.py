@@ -81,7 +81,7 @@ def test_test_pipeline_keeps_label_at_original_size():
 
 
 def _loaded(name='000000000785'):
-    load = Compose([dict(type='LoadSegImage'),
+    load = Compose([dict(type='Sapiens2LoadImage'),
                     dict(type='LoadSegAnnotations')])
     return load(dict(img_path=osp.join(SAMPLE, 'images', name + '.jpg'),
                      seg_map_path=osp.join(SAMPLE, 'labels', name + '.png'),
@@ -191,7 +191,7 @@ def test_label_values_outside_classes_name_the_file(bad_root):
     label[0, 0] = 30
     label[0, 1] = 200
     cv2.imwrite(str(path), label)
-    dataset = _dataset([dict(type='LoadSegImage'),
+    dataset = _dataset([dict(type='Sapiens2LoadImage'),
                         dict(type='LoadSegAnnotations')], root=str(bad_root))
     with pytest.raises(ValueError, match=r'000000000785\.png.*\[30, 200\]'):
         dataset[0]
@@ -200,7 +200,7 @@ def test_label_values_outside_classes_name_the_file(bad_root):
 def test_size_mismatch_names_both_files(bad_root):
     path = bad_root / 'labels' / '000000040083.png'
     cv2.imwrite(str(path), np.zeros((10, 12), np.uint8))
-    dataset = _dataset([dict(type='LoadSegImage'),
+    dataset = _dataset([dict(type='Sapiens2LoadImage'),
                         dict(type='LoadSegAnnotations')], root=str(bad_root))
     with pytest.raises(ValueError,
                        match=r'000000040083\.png.*10x12.*000000040083\.jpg'):
@@ -210,7 +210,7 @@ def test_size_mismatch_names_both_files(bad_root):
 def test_colour_label_map_is_refused(bad_root):
     path = bad_root / 'labels' / '000000000785.png'
     cv2.imwrite(str(path), np.zeros((170, 256, 3), np.uint8))
-    dataset = _dataset([dict(type='LoadSegImage'),
+    dataset = _dataset([dict(type='Sapiens2LoadImage'),
                         dict(type='LoadSegAnnotations')], root=str(bad_root))
     with pytest.raises(ValueError, match='single-channel'):
         dataset[0]
@@ -220,7 +220,7 @@ def test_colour_label_map_is_refused(bad_root):
                                          ('labels', '000000196141.png')])
 def test_unreadable_file_is_named(bad_root, folder, name):
     (bad_root / folder / name).write_bytes(b'not an image')
-    dataset = _dataset([dict(type='LoadSegImage'),
+    dataset = _dataset([dict(type='Sapiens2LoadImage'),
                         dict(type='LoadSegAnnotations')], root=str(bad_root))
     with pytest.raises(ValueError, match=name.replace('.', r'\.')):
         dataset[2]

@@ -12,7 +12,7 @@ flip_swap_pairs = [(5, 14), (6, 15), (7, 16), (8, 17), (9, 18), (10, 19),
 # Official train pipeline, steps 2-10 (the random-background compositing of
 # step 1 needs the BG-20k set and is not included).
 train_pipeline = [
-    dict(type='LoadSegImage'),
+    dict(type='Sapiens2LoadImage'),
     dict(type='LoadSegAnnotations', num_classes=num_classes),
     dict(type='SegRandomResize', height=height, width=width,
          ratio_range=(0.4, 2.0), keep_ratio=True),
@@ -34,7 +34,7 @@ train_pipeline = [
 # The image is resized to the network size, the label keeps its original size;
 # the segmentor resizes the logits back to it (official evaluation).
 test_pipeline = [
-    dict(type='LoadSegImage'),
+    dict(type='Sapiens2LoadImage'),
     dict(type='SegResize', height=height, width=width, test_mode=True),
     dict(type='LoadSegAnnotations', num_classes=num_classes),
     dict(type='mmseg.PackSegInputs'),
@@ -43,7 +43,7 @@ test_pipeline = [
 # their left/right channels exchanged and averaged with the plain view.
 tta_model = dict(type='SegFlipTTAModel', swap_pairs=flip_swap_pairs)
 tta_pipeline = [
-    dict(type='LoadSegImage'),
+    dict(type='Sapiens2LoadImage'),
     dict(type='TestTimeAug',
          transforms=[
              [dict(type='SegResize', height=height, width=width,

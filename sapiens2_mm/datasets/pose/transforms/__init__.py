@@ -1,9 +1,8 @@
 """Pose transforms that differ from mmpose's (reference 5.2)."""
 from .image_augment import RandomBlur, RandomCoarseDropout
-from .loading import Sapiens2LoadImage
 from .topdown_affine import Sapiens2TopdownAffine
 
 __all__ = [
-    'RandomBlur', 'RandomCoarseDropout', 'Sapiens2LoadImage',
+    'RandomBlur', 'RandomCoarseDropout',
     'Sapiens2TopdownAffine'
 ]

@@ -1,12 +1,12 @@
 """Segmentation transforms (the rest of the pipeline reuses mmseg/mmcv)."""
 from .crop import SegRandomCrop
 from .filter import SegFilterSmallForeground
-from .loading import LoadSegAnnotations, LoadSegImage
+from .loading import LoadSegAnnotations
 from .noise import SegRandomGaussianBlur, SegRandomGaussianNoise
 from .resize import SegRandomResize, SegResize
 
 __all__ = [
     'SegRandomCrop', 'SegFilterSmallForeground', 'LoadSegAnnotations',
-    'LoadSegImage', 'SegRandomGaussianBlur', 'SegRandomGaussianNoise',
+    'SegRandomGaussianBlur', 'SegRandomGaussianNoise',
     'SegRandomResize', 'SegResize'
 ]

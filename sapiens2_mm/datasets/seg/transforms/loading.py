@@ -1,9 +1,11 @@
-"""Loading of images and 29-class label maps with checks that name the file."""
+"""Loading of 29-class label maps with checks that name the file.
+
+Images load with the shared :class:`Sapiens2LoadImage`.
+"""
 from typing import Optional
 
 import mmcv
 import numpy as np
-from mmcv.transforms import LoadImageFromFile
 from mmengine import fileio
 from mmseg.datasets.transforms import LoadAnnotations
 
@@ -17,35 +19,6 @@ def _read_bytes(path: str, what: str, backend_args: Optional[dict]) -> bytes:
         raise FileNotFoundError(
             f'Cannot read {what} {path!r} ({type(err).__name__}: {err}). '
             'Check data_root / data_prefix and that the file exists.') from err
-
-
-@TRANSFORMS.register_module()
-class LoadSegImage(LoadImageFromFile):
-    """``LoadImageFromFile`` whose failures name the file and the fix.
-
-    mmcv raises a bare ``AssertionError('failed to load image')`` for a file
-    that exists but does not decode; here both cases raise with the path.
-    Output: ``img`` (H, W, 3) uint8 BGR, ``img_shape``, ``ori_shape``.
-    """
-
-    def transform(self, results: dict) -> Optional[dict]:
-        path = results['img_path']
-        img_bytes = _read_bytes(path, 'image', self.backend_args)
-        try:
-            img = mmcv.imfrombytes(img_bytes, flag=self.color_type,
-                                   backend=self.imdecode_backend)
-        except Exception:  # noqa: BLE001 - reported below as undecodable
-            img = None
-        if img is None:
-            raise ValueError(
-                f'Image {path!r} could not be decoded; it is empty, truncated '
-                'or not an image. Re-export it or drop it from the dataset.')
-        if self.to_float32:
-            img = img.astype(np.float32)
-        results['img'] = img
-        results['img_shape'] = img.shape[:2]
-        results['ori_shape'] = img.shape[:2]
-        return results
 
 
 @TRANSFORMS.register_module()
