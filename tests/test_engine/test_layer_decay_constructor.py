@@ -112,6 +112,13 @@ def test_too_small_num_layers_is_reported():
 def test_optimizer_steps():
     model = TinyTaskModel()
     optimizer = build_optimizer(model)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
     out = model.decode_head(model.backbone(torch.randn(1, 3, 32, 32))[0])
     out.sum().backward()
     optimizer.step()
+    changed = {n for n, p in model.named_parameters()
+               if not torch.equal(p, before[n])}
+    # Every parameter that received a gradient moved (AdamW steps ~ lr).
+    with_grad = {n for n, p in model.named_parameters()
+                 if p.grad is not None and p.grad.abs().sum() > 0}
+    assert with_grad and with_grad <= changed
