@@ -3,7 +3,7 @@
 Usage::
 
     python tools/test.py CONFIG CHECKPOINT [--work-dir DIR] [--out FILE.pkl]
-        [--show-dir DIR] [--cfg-options key=value ...]
+        [--show-dir DIR] [--tta] [--cfg-options key=value ...]
         [--launcher none|pytorch|slurm]
 
 CHECKPOINT may be an official Sapiens2 task ``.safetensors`` file or a ``.pth``
@@ -47,6 +47,11 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         '--out', help='dump the raw predictions to this .pkl file')
     parser.add_argument(
         '--show-dir', help='write visualisations of the predictions here')
+    parser.add_argument(
+        '--tta', action='store_true',
+        help='test-time augmentation: wrap the model in the config\'s '
+        'tta_model and use its tta_pipeline (seg flip test); pose flip test '
+        'is model.test_cfg.flip_test')
     parser.add_argument(
         '--cfg-options', nargs='+', action=DictAction,
         help='override config keys; keys the config does not have are '
@@ -145,6 +150,20 @@ def enable_show_dir(cfg: Config, show_dir: str) -> None:
                 cfg.visualizer['save_dir'] = show_dir
 
 
+def enable_tta(cfg: Config, config_path: str) -> None:
+    """Wrap the model in ``tta_model`` and test with ``tta_pipeline`` (mmseg's
+    ``--tta`` convention)."""
+    missing = [k for k in ('tta_model', 'tta_pipeline') if not cfg.get(k)]
+    if missing:
+        raise ToolError(
+            f'--tta needs {" and ".join(missing)} in {config_path}; seg configs '
+            'define them (SegFlipTTAModel), pose configs flip-test through '
+            'model.test_cfg.flip_test=True instead.')
+    cfg.test_dataloader.dataset.pipeline = cfg.tta_pipeline
+    cfg.tta_model.module = cfg.model
+    cfg.model = cfg.tta_model
+
+
 def build_cfg(args: argparse.Namespace) -> Config:
     cfg = load_config(args.config, args.cfg_options)
     cfg.launcher = args.launcher
@@ -158,6 +177,8 @@ def build_cfg(args: argparse.Namespace) -> Config:
         add_dump(cfg, args.out)
     if args.show_dir:
         enable_show_dir(cfg, args.show_dir)
+    if args.tta:
+        enable_tta(cfg, args.config)
     return cfg
 
 

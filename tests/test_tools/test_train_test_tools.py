@@ -287,3 +287,34 @@ def test_task_tiny_config_trains_and_tests(task, name, metric, tmp_path):
     drawn = [f for _, _, files in os.walk(show) for f in files
              if f.endswith(('.png', '.jpg'))]
     assert num_images > 0 and len(drawn) >= num_images
+
+
+SEG_TINY = osp.join(REPO_DIR, 'configs', 'seg',
+                    'sapiens2-tiny_1xb2-30_seg29sample-128x96.py')
+
+
+def test_tta_wraps_the_seg_model_and_runs(tmp_path):
+    from sapiens2_mm.registry import MODELS
+    from sapiens2_mm.utils import register_all_modules
+    register_all_modules()
+    plain = Config.fromfile(SEG_TINY)
+    ckpt = str(tmp_path / 'random.pth')
+    torch.save({'state_dict': MODELS.build(plain.model).state_dict()}, ckpt)
+    cfg = test_tool.build_cfg(test_tool.parse_args([SEG_TINY, ckpt, '--tta']))
+    assert cfg.model.type == 'SegFlipTTAModel'
+    assert cfg.model.module.type == plain.model.type
+    assert cfg.test_dataloader.dataset.pipeline == plain.tta_pipeline
+    # End to end with random weights: the flip-averaged model is evaluated.
+    metrics = test_tool.main([SEG_TINY, ckpt, '--tta', '--work-dir',
+                              str(tmp_path / 'test'), '--cfg-options',
+                              'experiment_name=seg_tiny_tta'])
+    assert 'mIoU' in metrics
+
+
+def test_tta_without_tta_model_is_refused(tmp_path):
+    pose_tiny = osp.join(REPO_DIR, 'configs', 'pose',
+                         'sapiens2-tiny_1xb12-300_cocosample-128x96.py')
+    ckpt = tmp_path / 'any.pth'
+    ckpt.write_bytes(b'')
+    with pytest.raises(SystemExit, match='flip_test'):
+        test_tool.main([pose_tiny, str(ckpt), '--tta'])

@@ -12,7 +12,7 @@ from typing import Dict, Optional
 
 import torch
 from mmengine.hooks import Hook
-from mmengine.model import is_model_wrapper
+from mmengine.model import BaseTTAModel, is_model_wrapper
 
 from ...registry import HOOKS
 from ...utils.checkpoint import load_state_dict_checked, read_checkpoint
@@ -60,6 +60,10 @@ class CheckedCheckpointLoadHook(Hook):
         """Read, map and load the weights; record the number of tensors."""
         model = runner.model.module if is_model_wrapper(
             runner.model) else runner.model
+        if isinstance(model, BaseTTAModel):
+            # Test-time augmentation wraps the task model in ``.module``; the
+            # checkpoint holds the task model's keys.
+            model = model.module
         state = map_official_keys(model, read_checkpoint(self.checkpoint))
         load_state_dict_checked(model, state, source=self.checkpoint)
         self.loaded = len(state)
