@@ -6,9 +6,12 @@ _base_ = ['./pose_topdown-1024x768.py']
 dataset_type = 'Sapiens308Dataset'
 data_root = 'data/sapiens308/'
 
+# Official training sample rule: >= 8 visible keypoints, >= 6 of them among
+# the first 21 (body + feet).
 train_dataloader = dict(
     dataset=dict(type=dataset_type, data_root=data_root,
-                 ann_file='annotations/train.json'))
+                 ann_file='annotations/train.json', min_visible_keypoints=8,
+                 min_visible_body_keypoints=6))
 val_dataloader = dict(
     dataset=dict(type=dataset_type, data_root=data_root,
                  ann_file='annotations/test.json'))

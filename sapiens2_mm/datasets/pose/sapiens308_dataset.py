@@ -30,6 +30,10 @@ class Sapiens308Dataset(BaseCocoStyleDataset):
 
     Args:
         keypoint_field: annotation key of the flat (K*3) keypoint list.
+        min_visible_keypoints: training only: skip persons with fewer
+            visible keypoints (the official training sampler uses 8).
+        min_visible_body_keypoints: training only: skip persons with fewer
+            visible keypoints among the first 21 (body + feet; official 6).
         **kwargs: see mmpose's ``BaseCocoStyleDataset``; ``metainfo``
             defaults to the packaged 308-keypoint table.
     """
@@ -37,8 +41,11 @@ class Sapiens308Dataset(BaseCocoStyleDataset):
     METAINFO: dict = dict(from_file=KEYPOINTS308_FILE)
 
     def __init__(self, *args, keypoint_field: str = 'goliath_wholebody_kpts',
-                 **kwargs):
+                 min_visible_keypoints: int = 0,
+                 min_visible_body_keypoints: int = 0, **kwargs):
         self.keypoint_field = keypoint_field
+        self.min_visible_keypoints = min_visible_keypoints
+        self.min_visible_body_keypoints = min_visible_body_keypoints
         self.skipped: Dict[str, int] = Counter()
         super().__init__(*args, **kwargs)
 
@@ -90,6 +97,11 @@ class Sapiens308Dataset(BaseCocoStyleDataset):
             'raw_ann_info': copy.deepcopy(ann),
         }
 
+    def _too_few_visible(self, info: dict) -> bool:
+        visible = info['keypoints_visible'][0]
+        return (visible.sum() < self.min_visible_keypoints
+                or visible[:21].sum() < self.min_visible_body_keypoints)
+
     def _get_topdown_data_infos(self, instance_list: List[Dict]) -> List[Dict]:
         kept = []
         for info in instance_list:
@@ -100,6 +112,8 @@ class Sapiens308Dataset(BaseCocoStyleDataset):
                 self._skip('empty box after clipping to the image')
             elif info['num_keypoints'] == 0 or not info['keypoints_visible'].any():
                 self._skip('no labelled keypoints')
+            elif not self.test_mode and self._too_few_visible(info):
+                self._skip('fewer visible keypoints than the training minimum')
             else:
                 kept.append(info)
         if self.skipped:
