@@ -13,5 +13,7 @@ python tools/test.py "$config" "$work_dir/iter_300.pth" --work-dir "$work_dir/te
   --show-dir "$work_dir/test/vis" --out "$work_dir/test/predictions.pkl"
 echo
 echo "Done. Training log and checkpoint: $work_dir"
-echo "Metrics: $work_dir/test (log); predictions: $work_dir/test/predictions.pkl"
+echo "Metrics: $work_dir/test/test_metrics.json; predictions: $work_dir/test/predictions.pkl"
+python -c "import json, sys; m = json.load(open(sys.argv[1])); print('  COCO AP %.3f  AR %.3f' % (m['coco/AP'], m['coco/AR']))" \
+  "$work_dir/test/test_metrics.json"
 echo "Visualisations: $work_dir/test/vis"
