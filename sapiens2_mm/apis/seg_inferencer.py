@@ -19,7 +19,7 @@ class SegInferencer(BaseInferencer):
     With ``flip_test`` the mirrored frame is run too; mmseg's
     ``postprocess_result`` un-mirrors its logits, the left/right channels of
     ``dataset_meta['flip_swap_pairs']`` are exchanged (the same rule as
-    :class:`~sapiens2_mm.models.heads.seg.flip_tta.SegFlipTTAModel`) and the
+    :class:`~sapiens2_mm.models.estimators.SegFlipTTAModel`) and the
     two logit maps are averaged before the argmax.
 
     Args: see :class:`BaseInferencer`.
@@ -52,7 +52,7 @@ class SegInferencer(BaseInferencer):
     def run_batch(self, frames: List[Frame]) -> List[SegResult]:
         logits = self._logits(frames, flip=False)
         if self.flip_test:
-            from ..models.heads.seg.flip_tta import swap_channels
+            from ..models.estimators import swap_channels
             flipped = self._logits(frames, flip=True)
             logits = [(a + swap_channels(b, self.swap_pairs, dim=0)) / 2
                       for a, b in zip(logits, flipped)]

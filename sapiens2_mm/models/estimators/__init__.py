@@ -1,1 +1,4 @@
-"""Estimators where the mmpose/mmseg classes do not fit."""
+"""Model wrappers where the mmpose/mmseg classes do not fit (imports mmseg)."""
+from .seg_flip_tta import SegFlipTTAModel, swap_channels
+
+__all__ = ['SegFlipTTAModel', 'swap_channels']

@@ -1,5 +1,4 @@
-"""Segmentation head and flip test (imports mmseg)."""
-from .flip_tta import SegFlipTTAModel, swap_channels
+"""Segmentation head (imports mmseg)."""
 from .seg_head import SegHead
 
-__all__ = ['SegHead', 'SegFlipTTAModel', 'swap_channels']
+__all__ = ['SegHead']

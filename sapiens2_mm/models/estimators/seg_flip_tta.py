@@ -5,8 +5,8 @@ import torch
 from mmengine.model import BaseTTAModel
 from mmengine.structures import PixelData
 
-from sapiens2_mm.metainfo.seg29 import seg29_flip_swap_pairs
-from sapiens2_mm.registry import MODELS
+from ...metainfo.seg29 import seg29_flip_swap_pairs
+from ...registry import MODELS
 
 
 def swap_channels(logits: torch.Tensor,
