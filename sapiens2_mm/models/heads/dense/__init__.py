@@ -1,1 +1,0 @@
-"""models heads dense (filled by its task)."""

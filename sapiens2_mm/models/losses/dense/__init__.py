@@ -1,1 +1,0 @@
-"""models losses dense (filled by its task)."""
