@@ -13,12 +13,11 @@ printed and written to ``<work dir>/test_metrics.json``.
 """
 import argparse
 import json
-import os
 import os.path as osp
 import sys
 from typing import List, Optional
 
-from mmengine.config import Config, DictAction
+from mmengine.config import Config
 
 sys.path.insert(0, osp.dirname(osp.abspath(__file__)))
 from train import (  # noqa: E402
@@ -27,6 +26,7 @@ from train import (  # noqa: E402
     cleanup_distributed,
     ensure_writable_dir,
     load_config,
+    parse_with_common_args,
     prepare_cpu_distributed,
     resolve_work_dir,
 )
@@ -52,18 +52,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         help='test-time augmentation: wrap the model in the config\'s '
         'tta_model and use its tta_pipeline (seg flip test); pose flip test '
         'is model.test_cfg.flip_test')
-    parser.add_argument(
-        '--cfg-options', nargs='+', action=DictAction,
-        help='override config keys; keys the config does not have are '
-        'refused')
-    parser.add_argument(
-        '--launcher', choices=['none', 'pytorch', 'slurm', 'mpi'],
-        default='none', help='job launcher')
-    parser.add_argument('--local_rank', '--local-rank', type=int, default=0)
-    args = parser.parse_args(argv)
-    if 'LOCAL_RANK' not in os.environ:
-        os.environ['LOCAL_RANK'] = str(args.local_rank)
-    return args
+    return parse_with_common_args(parser, argv)
 
 
 def set_checkpoint(cfg: Config, checkpoint: str) -> None:

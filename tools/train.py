@@ -39,6 +39,13 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument(
         '--amp', action='store_true',
         help=f'mixed precision training ({AMP_DTYPE} autocast)')
+    return parse_with_common_args(parser, argv)
+
+
+def parse_with_common_args(parser: argparse.ArgumentParser,
+                           argv: Optional[List[str]]) -> argparse.Namespace:
+    """Add --cfg-options / --launcher / --local-rank (shared with test.py),
+    parse, and export LOCAL_RANK for launchers that only pass the flag."""
     parser.add_argument(
         '--cfg-options', nargs='+', action=DictAction,
         help='override config keys, e.g. train_dataloader.batch_size=4; keys '
