@@ -67,16 +67,6 @@ class PoseHeatmapHead(BaseHead):
                      nonlinearity='relu', distribution='normal', bias=0.)
             ]
         super().__init__(init_cfg)
-        if len(deconv_out_channels) != len(deconv_kernel_sizes):
-            raise ValueError(
-                f'deconv_out_channels {tuple(deconv_out_channels)} and '
-                f'deconv_kernel_sizes {tuple(deconv_kernel_sizes)} must have the '
-                'same length.')
-        if len(conv_out_channels) != len(conv_kernel_sizes):
-            raise ValueError(
-                f'conv_out_channels {tuple(conv_out_channels)} and '
-                f'conv_kernel_sizes {tuple(conv_kernel_sizes)} must have the '
-                'same length.')
         self.in_channels = in_channels
         self.out_channels = out_channels
         self.deconv_layers = build_deconv_stack(

@@ -55,16 +55,6 @@ class SegHead(BaseDecodeHead):
                  loss_decode: Union[dict, Sequence[dict]] = _DEFAULT_LOSS,
                  init_cfg: Optional[Union[dict, list]] = _DEFAULT_INIT,
                  **kwargs) -> None:
-        if len(deconv_out_channels) != len(deconv_kernel_sizes):
-            raise ValueError(
-                f'deconv_out_channels {tuple(deconv_out_channels)} and '
-                f'deconv_kernel_sizes {tuple(deconv_kernel_sizes)} must have '
-                'the same length.')
-        if len(conv_out_channels) != len(conv_kernel_sizes):
-            raise ValueError(
-                f'conv_out_channels {tuple(conv_out_channels)} and '
-                f'conv_kernel_sizes {tuple(conv_kernel_sizes)} must have the '
-                'same length.')
         channels = (list(conv_out_channels) + list(deconv_out_channels) +
                     [in_channels])[0]
         # The official init (kaiming-normal fan_out on Conv2d weights, zero
