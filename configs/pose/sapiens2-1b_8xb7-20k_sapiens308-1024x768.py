@@ -1,5 +1,5 @@
 # Sapiens2-1b top-down pose, 308 keypoints at 1024x768, 8 GPUs x 7,
-# 20k iterations: the official recipe (reference 5.5). Fine-tunes from the
+# 20k iterations: the official Sapiens2 recipe. Fine-tunes from the
 # pretrain checkpoint; to evaluate an official task checkpoint see docs/pose.md.
 _base_ = [
     '../_base_/default_runtime.py',

@@ -96,7 +96,7 @@ class BoxFile:
 
 
 class DetectorBoxes:
-    """Person boxes from an mmdet detector (reference 7.2).
+    """Person boxes from an mmdet detector, as in the official demo.
 
     Keeps class ``person_label`` with score > ``bbox_thr``, applies IoU-NMS
     (``nms_thr``, torchvision) and falls back to the whole image when nothing

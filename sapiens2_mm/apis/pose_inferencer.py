@@ -1,4 +1,4 @@
-"""Top-down 2-D pose inference on whole images (reference 2.3 and 7.2)."""
+"""Top-down 2-D pose inference on whole images (docs/inference.md)."""
 from typing import Callable, List, Optional
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Body-part segmentation at the original resolution (reference 7.2)."""
+"""Body-part segmentation at the original resolution (docs/inference.md)."""
 from typing import List, Optional
 
 import cv2

@@ -1,6 +1,6 @@
 """Write inference results: keypoint JSON, label .npy, images and videos.
 
-Keypoint JSON schema (the official demo's, reference 7.2, plus per-frame size
+Keypoint JSON schema (the official pose demo's, plus per-frame size
 and box scores)::
 
     {"video": null | "path/of/first/video.mp4",

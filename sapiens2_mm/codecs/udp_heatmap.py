@@ -1,4 +1,4 @@
-"""UDP heatmap codec of Sapiens2 pose (reference 2.3), on top of mmpose's.
+"""UDP heatmap codec of Sapiens2 pose (docs/pose.md), on top of mmpose's.
 
 Encoding is mmpose's ``UDPHeatmap.encode`` unchanged (the official codec is the
 same: Gaussian of radius 3 sigma at ``kp / ((input - 1) / (heatmap - 1))``).

@@ -1,6 +1,6 @@
 """Metainfo of the 29 Sapiens2 body-part classes, read from ``seg29.json``.
 
-``seg29.json`` (exported from the official ``seg_utils.py``, reference 2.4/2.6)
+``seg29.json`` (exported from the official ``seg_utils.py``, see docs/seg.md)
 holds the class names, the "dome29" palette (RGB), the CE class weights, the
 ignore index and the horizontal-flip swap pairs. Everything seg-related reads it
 through :func:`seg29_metainfo` so there is one source of truth.

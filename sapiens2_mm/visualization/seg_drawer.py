@@ -1,4 +1,4 @@
-"""Palette overlay of a label map (official seg demo, reference 7.2).
+"""Palette overlay of a label map (as the official seg demo draws it).
 
 A blend and a table look-up; mmseg's ``SegLocalVisualizer`` needs a
 ``SegDataSample`` and a matplotlib canvas for the same result.

@@ -78,7 +78,7 @@ def test_pose_matches_mmpose_inference_topdown(pose_model, tmp_path,
 
 
 def test_pose_crop_to_image_mapping(pose_model):
-    """Reference 2.3: kp_img = kp / input_size * scale + center - scale / 2,
+    """Official crop mapping: kp_img = kp / input_size * scale + center - scale / 2,
     computed here from the raw heatmaps and the codec's crop decode."""
     image = cv2.imread(osp.join(COCO, IMAGES[0]))
     box = np.array([40.0, 100.0, 220.0, 300.0, 1.0], np.float32)

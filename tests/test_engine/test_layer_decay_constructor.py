@@ -1,4 +1,4 @@
-"""Layer-wise lr decay against hand-derived per-parameter values (reference 5.5)."""
+"""Layer-wise lr decay against hand-derived per-parameter values (official recipe)."""
 import pytest
 import torch
 from torch import nn

@@ -48,7 +48,7 @@ def _analytic_macs(arch, h, w, patch=16, prefix=9):
     return linear, attention
 
 
-# Parameter counts verified on the official code (reference section 1.1).
+# Parameter counts verified on the official code (architecture zoo).
 OFFICIAL_PARAMS = {
     'sapiens2_0.1b': 113_993_472,
     'sapiens2_0.4b': 395_450_368,

@@ -8,7 +8,7 @@ The exported function is ``backbone + head`` on a normalised RGB batch
 (1..max_batch), H and W fixed to ``--shape`` (default: the backbone's
 img_size). Pre-processing (resize/crop, ImageNet normalisation) and decoding
 (heatmap -> keypoints, argmax) stay in Python, as in the official deployment
-(reference 7.3). ``--verify`` reloads each file and compares it with the eager
+(docs/deployment.md). ``--verify`` reloads each file and compares it with the eager
 model on batches of 1 and 2.
 """
 import argparse

@@ -1,4 +1,4 @@
-# COCO-17 top-down data at 1024x768 with the Sapiens2 pipeline (reference 5.2,
+# COCO-17 top-down data at 1024x768 with the Sapiens2 pipeline (docs/pose.md,
 # pose_topdown-1024x768.py); metainfo (the dataset class default), dataset and
 # metric are mmpose's own.
 _base_ = ['./pose_topdown-1024x768.py']

@@ -1,5 +1,5 @@
 # COCO-WholeBody-133 top-down data at 1024x768 with the Sapiens2 pipeline
-# (reference 5.2, pose_topdown-1024x768.py); metainfo (class default), dataset
+# (docs/pose.md, pose_topdown-1024x768.py); metainfo (class default), dataset
 # and metric are mmpose's.
 _base_ = ['./pose_topdown-1024x768.py']
 dataset_type = 'mmpose.CocoWholeBodyDataset'

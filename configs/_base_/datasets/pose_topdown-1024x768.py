@@ -1,4 +1,4 @@
-# The Sapiens2 top-down pose pipeline at 1024x768 (reference 5.2), shared by the
+# The Sapiens2 top-down pose pipeline at 1024x768 (docs/pose.md), shared by the
 # 308-keypoint, COCO-17 and COCO-WholeBody dataset configs, which add the dataset
 # type, files and metric. Decoding uses the official mapping
 # (decode_mapping='official', see docs/pose.md); leaf configs pass `codec` on to

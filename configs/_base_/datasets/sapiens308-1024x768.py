@@ -1,4 +1,4 @@
-# 308-keypoint top-down data at 1024x768 (reference 5.2). Annotations are COCO
+# 308-keypoint top-down data at 1024x768 (docs/pose.md). Annotations are COCO
 # json files with `goliath_wholebody_kpts` (308 x 3) per person, e.g. made from
 # COCO-WholeBody by tools/dataset_converters. Pipeline and codec:
 # pose_topdown-1024x768.py.

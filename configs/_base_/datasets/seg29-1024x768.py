@@ -1,4 +1,4 @@
-# 29-class body-part segmentation data at 1024x768 (reference section 5.3).
+# 29-class body-part segmentation data at 1024x768 (docs/seg.md).
 # Layout: {data_root}/images/{train,val}/*.jpg and labels/{train,val}/*.png
 # (single-channel class indices 0..28, 255 = ignore).
 dataset_type = 'Seg29Dataset'

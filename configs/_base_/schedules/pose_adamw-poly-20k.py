@@ -1,4 +1,4 @@
-# Official pose schedule (reference 5.5): AdamW lr 5e-4, betas (0.9, 0.999),
+# Official Sapiens2 pose schedule: AdamW lr 5e-4, betas (0.9, 0.999),
 # wd 0.1, layer-wise lr decay, LinearLR warmup over 500 iters from 1e-3 x lr,
 # then linear (PolyLR power 1) decay to 0 at max_iters; bf16 AMP; grad clip.
 # Leaf configs set paramwise_cfg (num_layers, layer_decay_rate), clip_grad

@@ -1,4 +1,4 @@
-# Official seg schedule (reference section 5.5): AdamW 5e-4, wd 0.1, layer-wise
+# Official Sapiens2 seg schedule: AdamW 5e-4, wd 0.1, layer-wise
 # lr decay, 500 iters linear warmup from 1e-3 x lr, then linear (power 1) decay
 # to 0 at max_iters. Leaf configs set paramwise_cfg (num_layers, rate),
 # clip_grad and, for bf16, type='AmpOptimWrapper'.

@@ -1,4 +1,4 @@
-# Sapiens2 top-down heatmap pose model (reference 2.1-2.3) in mmpose's
+# Sapiens2 top-down heatmap pose model (docs/pose.md) in mmpose's
 # TopdownPoseEstimator. The dataset base sets the keypoint count, the codec
 # (head.decoder) and the flip test; leaf configs set arch and head channels.
 model = dict(

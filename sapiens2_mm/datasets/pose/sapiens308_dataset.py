@@ -1,4 +1,4 @@
-"""COCO-format dataset of 308-keypoint annotations (reference 5.2)."""
+"""COCO-format dataset of 308-keypoint annotations (docs/pose.md)."""
 import copy
 import logging
 from collections import Counter

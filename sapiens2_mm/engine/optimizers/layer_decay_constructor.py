@@ -13,7 +13,7 @@ BLOCK_PREFIXES = ('blocks.', 'layers.')
 
 
 def sapiens2_layer_id(name: str, num_layers: int) -> int:
-    """Layer id of a parameter under the official rule (reference 5.5).
+    """Layer id of a parameter under the official Sapiens2 fine-tuning rule.
 
     Args:
         name: parameter name in the task model, e.g.

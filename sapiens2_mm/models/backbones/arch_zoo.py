@@ -4,7 +4,7 @@ from typing import Dict, Union
 ARCH_KEYS = ('embed_dims', 'num_layers', 'num_heads', 'feedforward_channels',
              'num_tokenizer_layers')
 
-# Published sizes (Sapiens2 README / reference section 1.1). The 4K model is
+# Published sizes (Sapiens2 README and model cards). The 4K model is
 # ``sapiens2_1b`` built with ``use_tokenizer=True``; it has no arch of its own.
 ARCH_ZOO: Dict[str, Dict[str, int]] = {
     'sapiens2_0.1b': dict(embed_dims=768, num_layers=12, num_heads=12,

@@ -7,8 +7,8 @@ from sapiens2_mm.models.backbones import ARCH_ZOO, Sapiens2
 TINY = dict(embed_dims=32, num_layers=4, num_heads=4, feedforward_channels=128,
             num_tokenizer_layers=1)
 
-# Parameter and state-dict key counts verified on the official code (reference
-# 1.1 and 1.8).
+# Parameter and state-dict key counts verified on the official code
+# (architecture zoo and state_dict).
 OFFICIAL_SIZES = [
     ('sapiens2_0.1b', False, 113_993_472, 210),
     ('sapiens2_0.4b', False, 395_450_368, 414),
@@ -123,7 +123,7 @@ def test_official_initialisation():
     expected = torch.tensor([
         1.0, 1.3359, 1.7812, 2.375, 3.1562, 4.2188, 5.625, 7.5, 10.0, 13.3125,
         17.75, 23.75, 31.625, 42.25, 56.25, 75.0
-    ])  # bf16 values measured on the official code (reference 1.5)
+    ])  # bf16 values measured on the official code (bf16 buffer)
     torch.testing.assert_close(
         model.rope_embed.periods.float(), expected, atol=1e-4, rtol=0)
 

@@ -1,4 +1,4 @@
-"""2-D RoPE tables and rotation against the formula of reference 1.5."""
+"""2-D RoPE tables and rotation against the official DINOv3-style axial formula."""
 import math
 
 import torch

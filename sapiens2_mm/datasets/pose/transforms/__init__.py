@@ -1,4 +1,4 @@
-"""Pose transforms that differ from mmpose's (reference 5.2)."""
+"""Pose transforms that differ from mmpose's in the official pipeline."""
 from .image_augment import RandomBlur, RandomCoarseDropout
 from .topdown_affine import Sapiens2TopdownAffine
 

@@ -1,4 +1,4 @@
-"""Sapiens2 308-keypoint whole-body AP with per-part AP (reference 3.1)."""
+"""Sapiens2 308-keypoint whole-body AP with per-part AP (docs/pose_evaluation.md)."""
 import json
 from importlib import resources
 from typing import Optional, Sequence
@@ -35,7 +35,7 @@ def load_keypoints308_info() -> dict:
 class Keypoints308Metric(KeypointOKSMetric):
     """COCO OKS AP/AR over the 308 Sapiens2 keypoints and per body part.
 
-    The official ``Keypoints308Evaluator`` (reference 3.1) without the private
+    The official Sapiens2 ``Keypoints308Evaluator`` without the private
     xtcocotools fork: instance score = bbox score x mean of the keypoint scores
     above 0.2, OKS-NMS at 0.9 with all 308 sigmas, ``use_area=True``; the
     returned AP/AR are over all 308 keypoints (``goliath_wholebody_kpts``) and,

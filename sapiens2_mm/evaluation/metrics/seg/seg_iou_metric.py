@@ -14,7 +14,7 @@ from sapiens2_mm.registry import METRICS
 class SegIoUMetric(IoUMetric):
     """Dataset-level IoU metrics as the official ``SegEvaluator`` computes them.
 
-    Reference section 3.2. mmseg's :class:`IoUMetric` already sums
+    mmseg's :class:`IoUMetric` already sums
     intersect / union / pred / label histograms over the dataset and drops
     ignored pixels; this subclass adds what the official evaluator does on top:
 

@@ -1,4 +1,4 @@
-"""Sapiens2 pose head: deconv + 1x1 convs + keypoint conv (reference 2.2)."""
+"""Sapiens2 pose head: deconv + 1x1 convs + keypoint conv (official head)."""
 from typing import Optional, Sequence, Tuple, Union
 
 import torch

@@ -1,6 +1,6 @@
 """Sapiens2 body-part segmentation head (deconv upsampler + 1x1 classifier).
 
-Sapiens2 (Khirodkar et al., ICLR 2026, arXiv 2604.21681), reference section 2.4.
+Sapiens2 (Khirodkar et al., ICLR 2026, arXiv 2604.21681); see docs/seg.md.
 """
 import copy
 from typing import Optional, Sequence, Tuple, Union
@@ -11,7 +11,7 @@ from mmseg.models.decode_heads.decode_head import BaseDecodeHead
 from ....registry import MODELS
 from ...layers.conv_stacks import build_conv_stack, build_deconv_stack
 
-# Upstream default loss written out with its scope prefix (see DESIGN.md).
+# Upstream default loss written out with its scope prefix: mmseg's registry holds it.
 _DEFAULT_LOSS = dict(type='mmseg.CrossEntropyLoss', loss_weight=1.0)
 # The official head init: kaiming-normal (fan_out, relu) Conv2d weights, 0 bias.
 _DEFAULT_INIT = dict(type='Kaiming', layer='Conv2d', mode='fan_out',

@@ -48,7 +48,7 @@ def present_class_dice_loss(logits: torch.Tensor,
 
 @MODELS.register_module()
 class SegDiceLoss(nn.Module):
-    """Official Sapiens2 segmentation Dice loss (reference section 2.6).
+    """Official Sapiens2 segmentation Dice loss.
 
     Per sample and foreground class ``c`` present in the label:
     ``dice_c = (2 sum p g + eps) / (sum p^2 + sum g^2 + eps)`` over valid
