@@ -10,6 +10,7 @@ from .mmcv_ext_fallback import (
                          MissingCompiledOpError,
                          compiled_mmcv_available,
                          install_mmcv_ext_fallback,
+                         require_mmcv,
 )
 from .official_keys import TASKS, detect_task, official_to_package, package_to_official
 from .safe_torch_load import allow_mmengine_checkpoint_globals
@@ -20,5 +21,5 @@ __all__ = [
     'read_checkpoint', 'select_prefix', 'MissingCompiledOpError',
     'compiled_mmcv_available', 'install_mmcv_ext_fallback', 'TASKS',
     'detect_task', 'official_to_package', 'package_to_official',
-    'allow_mmengine_checkpoint_globals', 'register_all_modules'
+    'allow_mmengine_checkpoint_globals', 'register_all_modules', 'require_mmcv'
 ]

@@ -3,23 +3,38 @@
 ``mmcv.ops`` modules load the compiled extension when they are imported, so with
 mmcv-lite ``import mmpose.models`` or ``import mmseg.models`` fails even though the
 models they hold never call a compiled op. We register a stand-in ``mmcv._ext``
-module, only when the real one cannot be imported:
+module, only when mmcv is installed without that module (mmcv-lite):
 
 * ``nms`` and ``roi_align_forward`` are served by torchvision, which ships the same
   kernels, so detectors (mmdet RTMDet person detection in the pose demo) work.
 * every other op is a function that raises :class:`MissingCompiledOpError` naming
   the op and how to install full mmcv, at call time instead of at import time.
 
-With full mmcv installed nothing is patched.
+With full mmcv installed nothing is patched. A full mmcv whose compiled
+extension exists but fails to load (built for another torch, missing CUDA
+libraries) is reported once with its own error and left alone: the stand-in
+would hide the real fault behind "mmcv-lite does not include".
 """
 import importlib
 import importlib.machinery
+import importlib.util
+import logging
 import sys
 import types
+import warnings
 
 import torch
 
 _MODULE_NAME = 'mmcv._ext'
+# Versions that mmpose 1.3 and mmseg 1.2 accept (full mmcv or mmcv-lite).
+MMCV_RANGE = '>=2.0.0,<2.2.0'
+MMCV_MISSING_HINT = (
+    f'sapiens2_mm needs mmcv{MMCV_RANGE}, either full mmcv or mmcv-lite. '
+    'setup.py does not install it, so that an existing full mmcv is kept: '
+    'run `pip install "mmcv-lite==2.1.0"` (or `pip install -e ".[mmcv-lite]"`), '
+    'or build full mmcv (README section "Full mmcv").')
+logger = logging.getLogger(__name__)
+_reported = set()
 INSTALL_HINT = (
     'Install full mmcv built for your torch (see the README section "Full mmcv"), '
     'or use a model that does not need this op.')
@@ -105,19 +120,63 @@ def compiled_mmcv_available() -> bool:
     return True
 
 
+def mmcv_installed() -> bool:
+    """Whether any mmcv (full or lite) is importable."""
+    return importlib.util.find_spec('mmcv') is not None
+
+
+def require_mmcv() -> None:
+    """Raise a clear ImportError when no mmcv is installed.
+
+    Raises:
+        ImportError: neither full mmcv nor mmcv-lite is installed.
+    """
+    if not mmcv_installed():
+        raise ImportError(MMCV_MISSING_HINT)
+
+
+def _report_once(key: str, log, message: str) -> None:
+    if key not in _reported:
+        _reported.add(key)
+        log(message)
+
+
 def install_mmcv_ext_fallback() -> bool:
-    """Register the stand-in ``mmcv._ext`` if the compiled one is missing.
+    """Register the stand-in ``mmcv._ext`` if mmcv ships without it (mmcv-lite).
+
+    The stand-in is installed only when the module is absent. A compiled
+    extension that exists but fails to import is reported once (a warning with
+    the original error) and not replaced.
 
     Returns:
-        True if the stand-in is (now) in use, False if real mmcv ops exist or
-        mmcv is not installed at all.
+        True if the stand-in is (now) in use, False if real mmcv ops exist,
+        the compiled extension is broken, or mmcv is not installed at all.
     """
     if isinstance(sys.modules.get(_MODULE_NAME), _ExtStandIn):
         return True
-    if importlib.util.find_spec('mmcv') is None or compiled_mmcv_available():
+    if not mmcv_installed():
+        return False
+    try:  # find_spec of a submodule imports mmcv itself
+        ext_spec = importlib.util.find_spec(_MODULE_NAME)
+        if ext_spec is not None:
+            importlib.import_module(_MODULE_NAME)
+    except Exception as error:  # a broken mmcv or mmcv._ext build
+        _report_once(
+            'broken', lambda m: warnings.warn(m, RuntimeWarning, stacklevel=3),
+            'mmcv is installed but fails to import its compiled extension '
+            f'mmcv._ext: {type(error).__name__}: {error}. Rebuild mmcv against '
+            f'torch {torch.__version__} or install mmcv-lite; sapiens2_mm '
+            'leaves it alone.')
+        return False
+    if ext_spec is not None:
         return False
     module = _ExtStandIn(_MODULE_NAME, 'sapiens2_mm stand-in for mmcv._ext')
     module.__spec__ = importlib.machinery.ModuleSpec(
         _MODULE_NAME, loader=None, origin='sapiens2_mm')
     sys.modules[_MODULE_NAME] = module
+    _report_once(
+        'installed', logger.info,
+        'mmcv has no compiled mmcv._ext (mmcv-lite): sapiens2_mm serves nms '
+        'and roi_align through torchvision; other compiled ops raise '
+        'MissingCompiledOpError when called.')
     return True

@@ -4,6 +4,7 @@ import datetime
 from mmengine import DefaultScope
 
 from ..registry import SCOPE
+from .mmcv_ext_fallback import require_mmcv
 
 ALL_MODULES = (
     'sapiens2_mm.models', 'sapiens2_mm.models.heads',
@@ -22,8 +23,13 @@ def register_all_modules(init_default_scope: bool = True) -> None:
         init_default_scope: make ``'sapiens2_mm'`` the current default scope. If
             another scope is current, a new instance is created under a unique
             name so the caller's scope is not overwritten.
+
+    Raises:
+        ImportError: no mmcv (full or lite) is installed; the message says
+            which to install.
     """
     import importlib
+    require_mmcv()
     for name in ALL_MODULES:
         importlib.import_module(name)
     if not init_default_scope:
