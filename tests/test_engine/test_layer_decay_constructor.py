@@ -122,3 +122,34 @@ def test_optimizer_steps():
     with_grad = {n for n, p in model.named_parameters()
                  if p.grad is not None and p.grad.abs().sum() > 0}
     assert with_grad and with_grad <= changed
+
+
+def build_constructor(**paramwise_cfg):
+    return OPTIM_WRAPPER_CONSTRUCTORS.build(
+        dict(type='Sapiens2LayerDecayOptimWrapperConstructor',
+             optim_wrapper_cfg=dict(
+                 type='OptimWrapper',
+                 optimizer=dict(type='AdamW', lr=BASE_LR, weight_decay=BASE_WD)),
+             paramwise_cfg=paramwise_cfg))
+
+
+def test_num_layers_is_counted_from_the_backbone():
+    model = TinyTaskModel(frozen_stages=1)  # frozen blocks count too
+    got = per_param(build_constructor(layer_decay_rate=RATE)(model).optimizer,
+                    model)
+    # L = 2 blocks: block 1 gets rate ** (L + 1 - 2), the head rate ** 0.
+    assert got['backbone.blocks.1.ffn.w3.weight'][0] == pytest.approx(
+        BASE_LR * RATE, rel=1e-12)
+    assert got['decode_head.weight'][0] == pytest.approx(BASE_LR, rel=1e-12)
+
+
+def test_num_layers_that_disagrees_with_the_backbone_is_refused():
+    # 3 > 2 blocks passes the per-block index check but shifts every lr.
+    with pytest.raises(ValueError, match=r'num_layers=3 .*has 2 blocks'):
+        build_constructor(num_layers=3, layer_decay_rate=RATE)(TinyTaskModel())
+
+
+def test_a_model_without_blocks_is_refused():
+    with pytest.raises(ValueError, match='no transformer blocks'):
+        build_constructor(layer_decay_rate=RATE)(nn.Linear(2, 2))
+

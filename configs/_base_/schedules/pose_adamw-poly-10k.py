@@ -1,7 +1,7 @@
 # Official Sapiens2 pose schedule: AdamW lr 5e-4, betas (0.9, 0.999),
 # wd 0.1, layer-wise lr decay, LinearLR warmup over 500 iters from 1e-3 x lr,
 # then linear (PolyLR power 1) decay to 0 at max_iters; bf16 AMP; grad clip.
-# Leaf configs set paramwise_cfg (num_layers, layer_decay_rate), clip_grad
+# Leaf configs set paramwise_cfg.layer_decay_rate, clip_grad
 # (2.0 for 0.4b, 4.0 otherwise) and, for 5b, lr 1e-4.
 max_iters = 10000
 warmup_iters = 500
@@ -10,7 +10,7 @@ optim_wrapper = dict(
     optimizer=dict(type='AdamW', lr=5e-4, betas=(0.9, 0.999),
                    weight_decay=0.1),
     constructor='Sapiens2LayerDecayOptimWrapperConstructor',
-    paramwise_cfg=dict(num_layers=24, layer_decay_rate=0.8),
+    paramwise_cfg=dict(layer_decay_rate=0.8),  # num_layers: counted
     clip_grad=dict(max_norm=4.0, norm_type=2))
 param_scheduler = [
     dict(type='LinearLR', start_factor=1e-3, by_epoch=False, begin=0,

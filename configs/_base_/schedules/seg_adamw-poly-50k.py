@@ -1,6 +1,6 @@
 # Official Sapiens2 seg schedule: AdamW 5e-4, wd 0.1, layer-wise
 # lr decay, 500 iters linear warmup from 1e-3 x lr, then linear (power 1) decay
-# to 0 at max_iters. Leaf configs set paramwise_cfg (num_layers, rate),
+# to 0 at max_iters. Leaf configs set paramwise_cfg.layer_decay_rate,
 # clip_grad and, for bf16, type='AmpOptimWrapper'.
 max_iters = 50000
 warmup_iters = 500
@@ -9,7 +9,7 @@ optim_wrapper = dict(
     optimizer=dict(type='AdamW', lr=5e-4, betas=(0.9, 0.999),
                    weight_decay=0.1),
     constructor='Sapiens2LayerDecayOptimWrapperConstructor',
-    paramwise_cfg=dict(num_layers=40, layer_decay_rate=0.9),
+    paramwise_cfg=dict(layer_decay_rate=0.9),  # num_layers: counted
     clip_grad=dict(max_norm=4.0, norm_type=2))
 param_scheduler = [
     dict(type='LinearLR', start_factor=1e-3, by_epoch=False, begin=0,

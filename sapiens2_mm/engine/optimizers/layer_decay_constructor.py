@@ -43,6 +43,27 @@ def sapiens2_layer_id(name: str, num_layers: int) -> int:
     return num_layers + 1
 
 
+def count_blocks(module: nn.Module) -> int:
+    """Number of transformer blocks of the (task model's) backbone.
+
+    Counted from the parameter names ``[backbone.]blocks.<i>.*`` (or
+    ``layers.<i>``), frozen parameters included; the tokenizer's own blocks
+    belong to the stem and are not counted.
+
+    Returns:
+        1 + the highest block index, or 0 when the module has no blocks.
+    """
+    highest = -1
+    for name, _ in module.named_parameters():
+        local = name[len('backbone.'):] if name.startswith('backbone.') else name
+        for prefix in BLOCK_PREFIXES:
+            if local.startswith(prefix):
+                index = local[len(prefix):].split('.', 1)[0]
+                if index.isdigit():
+                    highest = max(highest, int(index))
+    return highest + 1
+
+
 # Learned tokens are exempt from decay in the official recipe although they are
 # 3-D tensors; the tokenizer's shared CLS ``w_cls`` is treated as a token too.
 NO_DECAY_TOKENS = ('cls_token', 'storage_tokens', 'mask_token', 'w_cls')
@@ -65,8 +86,11 @@ class Sapiens2LayerDecayOptimWrapperConstructor(DefaultOptimWrapperConstructor):
     grouping exactly.
 
     ``paramwise_cfg`` keys:
-        num_layers (int): L, the backbone's block count.
         layer_decay_rate (float): 0.8 (0.4b), 0.85 (0.8b), 0.9 (1b), 0.94 (5b).
+        num_layers (int, optional): L, the backbone's block count. Counted
+            from the model when left out; when given it must equal that count
+            (a value inherited from a base config for another size would
+            otherwise give every block the wrong lr).
 
     Parameters with ``requires_grad=False`` are left out. Groups are formed per
     (lr, weight decay) pair and carry ``lr_scale``/``layer_id`` for logging.
@@ -76,13 +100,23 @@ class Sapiens2LayerDecayOptimWrapperConstructor(DefaultOptimWrapperConstructor):
                    **kwargs) -> None:
         """Fill ``params`` with one group per (lr, weight decay) pair."""
         cfg = self.paramwise_cfg
-        missing = {'num_layers', 'layer_decay_rate'} - set(cfg)
-        if missing:
+        if 'layer_decay_rate' not in cfg:
             raise KeyError(
                 f'paramwise_cfg of {type(self).__name__} needs '
-                f'{sorted(missing)}; got {dict(cfg)}. Example: '
-                'paramwise_cfg=dict(num_layers=40, layer_decay_rate=0.9).')
-        num_layers = int(cfg['num_layers'])
+                f"['layer_decay_rate']; got {dict(cfg)}. Example: "
+                'paramwise_cfg=dict(layer_decay_rate=0.9).')
+        num_layers = count_blocks(module)
+        if num_layers == 0:
+            raise ValueError(
+                f'{type(self).__name__} found no transformer blocks '
+                "('backbone.blocks.<i>' parameters) in "
+                f'{type(module).__name__}; it is meant for Sapiens2 backbones.')
+        if 'num_layers' in cfg and int(cfg['num_layers']) != num_layers:
+            raise ValueError(
+                f"paramwise_cfg.num_layers={cfg['num_layers']} but the model's "
+                f'backbone has {num_layers} blocks; remove num_layers from '
+                f'paramwise_cfg (it is counted from the model) or set it to '
+                f'{num_layers}.')
         rate = float(cfg['layer_decay_rate'])
         top = num_layers + 1
         base_wd = self.base_wd or 0.0
