@@ -1,4 +1,4 @@
-"""Top-down crop warp with the official interpolation rule."""
+"""Top-down crop warp with the official Sapiens2 interpolation rule."""
 import cv2
 import numpy as np
 from mmpose.datasets.transforms import TopdownAffine
