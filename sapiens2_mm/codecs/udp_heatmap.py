@@ -42,6 +42,11 @@ class Sapiens2UDPHeatmap(UDPHeatmap):
         sigma: Gaussian sigma in heatmap pixels (official: 6 at 192x256).
         blur_kernel_size: DARK blur kernel (official: 11).
         decode_mapping: ``'official'`` or ``'consistent'`` (see module doc).
+        heatmap_type: accepted so that mmpose ``UDPHeatmap`` configs work
+            unchanged; only mmpose's default ``'gaussian'`` is supported (the
+            DARK-UDP decoding here needs Gaussian heatmaps).
+        radius_factor: mmpose's ``UDPHeatmap`` argument, used only by
+            ``'combined'`` heatmaps; accepted and unused.
     """
 
     def __init__(self,
@@ -49,10 +54,19 @@ class Sapiens2UDPHeatmap(UDPHeatmap):
                  heatmap_size: Tuple[int, int],
                  sigma: float = 2.,
                  blur_kernel_size: int = 11,
-                 decode_mapping: str = 'official') -> None:
+                 decode_mapping: str = 'official',
+                 heatmap_type: str = 'gaussian',
+                 radius_factor: float = 0.0546875) -> None:
+        if heatmap_type != 'gaussian':
+            raise ValueError(
+                f'{type(self).__name__} supports heatmap_type=\'gaussian\' '
+                f'only, got {heatmap_type!r}: its decoding is DARK-UDP on '
+                'Gaussian heatmaps. For \'combined\' (label + offset maps) use '
+                'mmpose\'s UDPHeatmap (type=\'UDPHeatmap\').')
         super().__init__(input_size=tuple(input_size),
                          heatmap_size=tuple(heatmap_size),
-                         heatmap_type='gaussian', sigma=sigma,
+                         heatmap_type=heatmap_type, sigma=sigma,
+                         radius_factor=radius_factor,
                          blur_kernel_size=blur_kernel_size)
         if decode_mapping not in MAPPINGS:
             raise ValueError(

@@ -117,3 +117,17 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match=r'\(N, K, H, W\)'):
         from sapiens2_mm.codecs import decode_udp_heatmaps
         decode_udp_heatmaps(torch.zeros(3, 4, 5), INPUT)
+
+
+def test_mmpose_heatmap_type_argument():
+    """An mmpose UDPHeatmap config (heatmap_type, radius_factor given) builds
+    and encodes as mmpose; 'combined' is refused with a pointer to mmpose."""
+    cfg = dict(input_size=INPUT, heatmap_size=HEATMAP, heatmap_type='gaussian',
+               sigma=6, radius_factor=0.0546875, blur_kernel_size=11)
+    ours = KEYPOINT_CODECS.build(dict(type='Sapiens2UDPHeatmap', **cfg))
+    ref = KEYPOINT_CODECS.build(dict(type='UDPHeatmap', **cfg))
+    kps = _random_keypoints(np.random.default_rng(3), 5)
+    np.testing.assert_array_equal(ours.encode(kps)['heatmaps'],
+                                  ref.encode(kps)['heatmaps'])
+    with pytest.raises(ValueError, match="'combined'.*UDPHeatmap"):
+        Sapiens2UDPHeatmap(INPUT, HEATMAP, heatmap_type='combined')

@@ -126,6 +126,37 @@ def test_resize_uses_area_to_shrink_and_cubic_to_enlarge():
         (40, 30)
 
 
+# Frames (width, height) for which comparing the widths (official) and
+# comparing the areas pick different interpolations at 768x1024.
+OFFICIAL_RULE_FRAMES = ((960, 588), (854, 480), (1024, 576), (800, 600),
+                        (720, 1280))
+
+
+def _official_resize(img, width, height):
+    """The official image resize, written out: INTER_AREA only when the new
+    width is smaller than the image width."""
+    flag = cv2.INTER_AREA if width < img.shape[1] else cv2.INTER_CUBIC
+    return cv2.resize(img, (width, height), interpolation=flag)
+
+
+@pytest.mark.parametrize('frame', OFFICIAL_RULE_FRAMES)
+def test_resize_interpolation_compares_widths(frame):
+    w, h = frame
+    img = np.random.RandomState(w).randint(0, 255, (h, w, 3), np.uint8)
+    out = TRANSFORMS.build(dict(type='SegResize', height=1024, width=768,
+                                test_mode=True))(dict(img=img.copy()))
+    np.testing.assert_array_equal(out['img'], _official_resize(img, 768, 1024))
+    # the shared helper is what the inferencers import
+    from sapiens2_mm.datasets.seg.transforms.resize import resize_image
+    np.testing.assert_array_equal(resize_image(img, 1024, 768), out['img'])
+    # SegRandomResize (stretch to the box at ratio 1) uses the same rule
+    rand = TRANSFORMS.build(dict(type='SegRandomResize', height=1024,
+                                 width=768, ratio_range=(1.0, 1.0),
+                                 keep_ratio=False))
+    out = rand(dict(img=img.copy(), gt_seg_map=np.zeros((h, w), np.uint8)))
+    np.testing.assert_array_equal(out['img'], _official_resize(img, 768, 1024))
+
+
 def test_random_resize_fits_the_scaled_box():
     resize = TRANSFORMS.build(dict(type='SegRandomResize', height=100,
                                    width=75, ratio_range=(0.5, 0.5)))

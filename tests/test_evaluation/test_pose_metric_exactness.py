@@ -288,9 +288,153 @@ def test_crowd_and_more_than_20_detections(tmp_path):
     from sapiens2_mm.evaluation.metrics.pose import coco_keypoint_eval
     orig = mod.coco_keypoint_eval
     try:
-        mod.coco_keypoint_eval = lambda *a: coco_keypoint_eval(
-            *a, chunk_elements=1)
+        mod.coco_keypoint_eval = lambda *a, **k: coco_keypoint_eval(
+            *a, chunk_elements=1, **k)
         small = _stats(run_metric(metric, samples))
     finally:
         mod.coco_keypoint_eval = orig
     np.testing.assert_array_equal(small, ours)
+
+
+def _mmpose_alignment_samples(gt):
+    """The data of mmpose's ``test_topdown_alignment`` (CocoMetric tests): one
+    float32 prediction per GT, keypoints scaled by (0.98, 1.02), scores
+    0.8 x visibility, box score 0.98, boxes and bbox_scales (1.25 x box)."""
+    samples = []
+    for ann in gt['annotations']:
+        w, h = ann['bbox'][2], ann['bbox'][3]
+        k = np.array(ann['keypoints'], dtype=np.float32).reshape(1, -1, 3)
+        k[..., 0] *= 0.98
+        k[..., 1] *= 1.02
+        k[..., 2] *= 0.8
+        samples.append(dict(
+            id=ann['id'], img_id=ann['image_id'],
+            gt_instances=dict(
+                bbox_scales=np.array([w * 1.25, h * 1.25]).reshape(-1, 2),
+                bbox_scores=np.ones((1, ), dtype=np.float32) * 0.98,
+                bboxes=np.array(ann['bbox'], dtype=np.float32).reshape(-1, 4)),
+            pred_instances=dict(keypoints=k[..., :2],
+                                keypoint_scores=k[..., -1])))
+    return samples
+
+
+@pytest.mark.parametrize('score_mode', ['bbox_keypoint', 'bbox_rle',
+                                        'keypoint'])
+def test_mmpose_topdown_alignment_case(score_mode):
+    """mmpose's own alignment case: with bbox_rle the float32 instance
+    scores of several people tie, and OKS-NMS keeps the instance mmpose keeps
+    only if the scores are computed in mmpose's dtypes (mmpose's test pins
+    AP 0.50050 for bbox_rle; float64 scoring gave 0.49749)."""
+    samples = _mmpose_alignment_samples(load_json(COCO17_JSON))
+    metric = KeypointOKSMetric(ann_file=COCO17_JSON, sigmas=COCO17_SIGMAS,
+                               score_mode=score_mode,
+                               nms_area_source='bbox_scale')
+    ours = _stats(run_metric(metric, samples))
+    ref = _mmpose_coco_metric(COCO17_JSON, samples, COCO17_SIGMAS,
+                              score_mode=score_mode)
+    np.testing.assert_allclose(ours, ref, rtol=0, atol=1e-9)
+    if score_mode == 'bbox_rle':
+        assert ours[0] == pytest.approx(0.5004950495049505, abs=1e-12)
+
+
+def _two_detection_case(tmp_path):
+    """One person; detection 1 (lower id) is 20 px off, detection 2 is exact.
+    With box-scale areas of 1000 x 1000 their OKS for NMS is > 0.9, while
+    detection 1 matches the GT (area 5000) at no OKS threshold. The keypoint
+    scores differ by one float32 ulp in one non-maximal keypoint: the float32
+    mean / sum ties, the float64 one does not."""
+    xy = np.stack([np.linspace(200, 300, 17), np.linspace(100, 300, 17)], 1)
+    gt = dict(images=[dict(id=1, width=640, height=480)],
+              categories=[dict(id=1, name='person')],
+              annotations=[dict(
+                  id=1, image_id=1, category_id=1, iscrowd=0, area=5000.0,
+                  bbox=[190.0, 90.0, 120.0, 220.0], num_keypoints=17,
+                  keypoints=np.concatenate([xy, np.full((17, 1), 2)],
+                                           1).reshape(-1).tolist())])
+    path = tmp_path / 'one_person.json'
+    path.write_text(json.dumps(gt))
+    scores = np.full(17, 0.5, np.float32)
+    scores[0] = 0.75
+    tied = scores.copy()
+    tied[5] = np.nextafter(np.float32(0.5), np.float32(1))
+    samples = []
+    for inst_id, shift, kpt_scores in ((1, 20.0, tied), (2, 0.0, scores)):
+        samples.append(dict(
+            id=inst_id, img_id=1, category_id=1,
+            gt_instances=dict(
+                bbox_scales=np.array([[1000.0, 1000.0]]),
+                bbox_scores=np.array([0.98], np.float32)),
+            pred_instances=dict(
+                keypoints=(xy + shift).astype(np.float32)[None],
+                keypoint_scores=kpt_scores[None])))
+    return str(path), samples, (tied, scores)
+
+
+@pytest.mark.parametrize('score_mode', ['bbox_rle', 'keypoint'])
+def test_float32_score_ties_as_mmpose(tmp_path, score_mode):
+    path, samples, (tied, scores) = _two_detection_case(tmp_path)
+    # the case is what it claims: ties in float32, not in float64
+    box = np.float32(0.98)
+    assert box + np.mean(tied) + np.max(tied) == \
+        box + np.mean(scores) + np.max(scores)
+    assert np.mean(tied.astype(np.float64)) > np.mean(scores.astype(
+        np.float64))
+    metric = KeypointOKSMetric(ann_file=path, sigmas=COCO17_SIGMAS,
+                               score_mode=score_mode,
+                               nms_area_source='bbox_scale')
+    ours = _stats(run_metric(metric, samples))
+    ref = _mmpose_coco_metric(path, samples, COCO17_SIGMAS,
+                              score_mode=score_mode)
+    # mmpose keeps the exact detection (the later of two tied scores)
+    assert ref[0] == pytest.approx(1.0)
+    np.testing.assert_allclose(ours, ref, rtol=0, atol=1e-9)
+
+
+def _xtcocotools_stats(gt_path, dets, sigmas):
+    """xtcocotools COCOeval stats (10,), the evaluator mmpose calls."""
+    from xtcocotools.coco import COCO
+    from xtcocotools.cocoeval import COCOeval
+    with contextlib.redirect_stdout(io.StringIO()):
+        coco = COCO(gt_path)
+        ev = COCOeval(coco, coco.loadRes(dets), 'keypoints',
+                      np.asarray(sigmas), True)
+        ev.params.useSegm = None
+        ev.evaluate()
+        ev.accumulate()
+        ev.summarize()
+    return np.asarray(ev.stats)
+
+
+def test_pycocotools_convention_equals_pycocotools(tmp_path):
+    """Where the two COCOevals differ: detections whose keypoint scores are
+    all 0 (xtcocotools drops them, pycocotools evaluates them) and a GT whose
+    ``num_keypoints`` disagrees with its visibility flags (pycocotools reads
+    ``num_keypoints``). Each convention equals its library."""
+    gt = load_json(COCO17_JSON)
+    gt['annotations'][5]['num_keypoints'] = 0   # 15 labelled keypoints
+    gt['annotations'][3]['num_keypoints'] = 4   # none labelled
+    path = tmp_path / 'inconsistent.json'
+    path.write_text(json.dumps(gt))
+    samples = perturbed_predictions(gt, seed=11, noise=0.03)
+    for i in (0, 4, 9):  # accurate detections with all keypoint scores 0
+        samples[i]['pred_instances']['keypoint_scores'][:] = 0
+    dets = _ordered_dets(samples)
+    results = {}
+    for convention, ref_fn in (('pycocotools', pycocotools_stats),
+                               ('xtcocotools', _xtcocotools_stats)):
+        metric = KeypointOKSMetric(ann_file=str(path), sigmas=COCO17_SIGMAS,
+                                   score_mode='bbox', nms_mode='none',
+                                   coco_convention=convention)
+        ours = _stats(run_metric(metric, samples))
+        ref = ref_fn(str(path), dets, COCO17_SIGMAS)
+        np.testing.assert_allclose(ours, ref, rtol=0, atol=1e-9,
+                                   err_msg=convention)
+        results[convention] = ours
+    assert abs(results['pycocotools'][0] - results['xtcocotools'][0]) > 0.01
+    # default: xtcocotools (mmpose's convention)
+    default = KeypointOKSMetric(ann_file=str(path), sigmas=COCO17_SIGMAS,
+                                score_mode='bbox', nms_mode='none')
+    np.testing.assert_array_equal(_stats(run_metric(default, samples)),
+                                  results['xtcocotools'])
+    with pytest.raises(ValueError, match="coco_convention='coco'"):
+        KeypointOKSMetric(coco_convention='coco')

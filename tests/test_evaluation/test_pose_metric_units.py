@@ -183,3 +183,32 @@ def test_format_only_writes_results(tmp_path):
     res = load_json(prefix + '.keypoints.json')
     assert len(res) > 0 and len(res[0]['keypoints']) == 51
     assert len(res) < len(samples)  # OKS-NMS removed the duplicates
+
+
+def test_instance_scores_bitwise_equal_mmpose_arithmetic():
+    """mmpose CocoMetric's scoring written out (per-keypoint loop starting
+    from the int 0, np.mean / np.max on the float32 rows): equal bit for bit
+    on float32 inputs with float32 and float64 box scores."""
+    rng = np.random.default_rng(0)
+    kpt = rng.uniform(0, 1, (6, 308)).astype(np.float32)
+    kpt[1] = 0.1  # none above the threshold
+    for box in (rng.uniform(0.3, 1, 6).astype(np.float32), np.ones(6)):
+        expected = {'bbox': [], 'keypoint': [], 'bbox_rle': [],
+                    'bbox_keypoint': []}
+        for k, b in zip(kpt, box):
+            expected['bbox'].append(b)
+            expected['keypoint'].append(np.mean(k))
+            expected['bbox_rle'].append(float(b + np.mean(k) + np.max(k)))
+            total, num = 0, 0
+            for j in range(len(k)):
+                if k[j] > 0.2:
+                    total += k[j]
+                    num += 1
+            if num != 0:
+                total /= num
+            expected['bbox_keypoint'].append(b * total)
+        for mode, values in expected.items():
+            got = instance_scores(kpt, box, mode, 0.2)
+            ref = np.array(values)
+            assert got.dtype == ref.dtype, mode
+            np.testing.assert_array_equal(got, ref, err_msg=mode)

@@ -5,6 +5,7 @@ import os.path as osp
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from mmengine.structures import PixelData
 from mmseg.evaluation import IoUMetric
 from mmseg.structures import SegDataSample
@@ -129,3 +130,117 @@ def test_prediction_of_wrong_size_is_an_error():
     with pytest.raises(ValueError, match=r'\(3, 4\).*\(4, 4\)'):
         metric.process({}, [_sample(gt, pred=torch.zeros(1, 3, 4,
                                                          dtype=torch.long))])
+
+
+def _mmseg_samples(logits, gts=None, threshold=0.3, names=None):
+    """Data samples exactly as an mmseg segmentor writes them:
+    ``BaseSegmentor.postprocess_result`` (resize to ori_shape, argmax, or
+    sigmoid + decode_head.threshold for one channel)."""
+    from types import SimpleNamespace
+
+    from mmseg.models.segmentors import BaseSegmentor
+    stub = SimpleNamespace(decode_head=SimpleNamespace(threshold=threshold),
+                           align_corners=False)
+    samples = []
+    for i in range(len(logits)):
+        ori_shape = tuple(gts[i].shape[-2:]) if gts is not None else (24, 20)
+        sample = SegDataSample(metainfo=dict(
+            ori_shape=ori_shape, img_shape=tuple(logits.shape[-2:]),
+            img_path=(names or [f'frame_{j}.jpg' for j in
+                                range(len(logits))])[i]))
+        if gts is not None:
+            sample.gt_sem_seg = PixelData(data=gts[i])
+        samples.append(sample)
+    out = BaseSegmentor.postprocess_result(stub, logits, samples)
+    return [s.to_dict() for s in out]
+
+
+def test_binary_sigmoid_model_equals_mmseg():
+    """One output channel (sigmoid): the labels are mmseg's thresholded
+    pred_sem_seg, not an argmax over one channel."""
+    g = torch.Generator().manual_seed(0)
+    gts = torch.zeros(3, 1, 24, 20, dtype=torch.long)
+    gts[:, :, 6:20, 4:15] = 1
+    gts[0, 0, :2] = 255
+    noise = torch.randn(3, 1, 12, 10, generator=g)
+    small = F.interpolate(gts.float().clamp(max=1), size=(12, 10))
+    logits = (small * 4 - 2) + noise
+    classes = ('background', 'person')
+    ours = METRICS.build(dict(type='SegIoUMetric', nan_to_num=None))
+    theirs = IoUMetric(iou_metrics=['mIoU'])
+    for m in (ours, theirs):
+        m.dataset_meta = dict(classes=classes)
+        m.process({}, _mmseg_samples(logits, gts))
+    a, b = ours.evaluate(3), theirs.evaluate(3)
+    assert 60 < b['mIoU'] < 99  # a non-trivial operating point
+    for key in ('aAcc', 'mIoU', 'mAcc'):
+        assert a[key] == b[key], key
+    # one-channel logits alone cannot be turned into labels
+    sample = _mmseg_samples(logits[:1], gts[:1])[0]
+    del sample['pred_sem_seg']
+    with pytest.raises(ValueError, match='threshold.*pred_sem_seg'):
+        ours.process({}, [sample])
+
+
+def _pngs(folder):
+    import glob
+
+    from PIL import Image
+    return {osp.basename(p): np.array(Image.open(p))
+            for p in sorted(glob.glob(osp.join(str(folder), '*.png')))}
+
+
+def test_output_dir_and_format_only_equal_mmseg(tmp_path):
+    g = torch.Generator().manual_seed(1)
+    logits = torch.randn(2, 29, 12, 10, generator=g)
+    gts = torch.randint(0, 29, (2, 1, 24, 20), generator=g)
+    # with ground truth: metrics and the written label maps
+    ours = _metric(nan_to_num=None, output_dir=str(tmp_path / 'ours'))
+    theirs = IoUMetric(output_dir=str(tmp_path / 'theirs'))
+    theirs.dataset_meta = dict(classes=CLASSES)
+    for m in (ours, theirs):
+        m.process({}, _mmseg_samples(logits, gts))
+    a, b = ours.evaluate(2), theirs.evaluate(2)
+    assert a['mIoU'] == b['mIoU'] and a['aAcc'] == b['aAcc']
+    ref = _pngs(tmp_path / 'theirs')
+    assert sorted(ref) == ['frame_0.png', 'frame_1.png']
+    got = _pngs(tmp_path / 'ours')
+    assert sorted(got) == sorted(ref)
+    for name in ref:
+        np.testing.assert_array_equal(got[name], ref[name])
+    # format_only, no ground truth at all: PNGs written, no metrics
+    ours = _metric(format_only=True, output_dir=str(tmp_path / 'fo_ours'))
+    theirs = IoUMetric(format_only=True, output_dir=str(tmp_path / 'fo_th'))
+    theirs.dataset_meta = dict(classes=CLASSES)
+    for m in (ours, theirs):
+        m.process({}, _mmseg_samples(logits))
+        assert m.evaluate(2) == {}
+    ref, got = _pngs(tmp_path / 'fo_th'), _pngs(tmp_path / 'fo_ours')
+    assert sorted(got) == sorted(ref) and len(ref) == 2
+    for name in ref:
+        np.testing.assert_array_equal(got[name], ref[name])
+
+
+def test_output_errors(tmp_path):
+    with pytest.raises(ValueError, match='format_only=True.*output_dir'):
+        _metric(format_only=True)
+    # earlier PNGs are never overwritten
+    (tmp_path / 'old').mkdir()
+    (tmp_path / 'old' / 'frame_0.png').write_bytes(b'')
+    with pytest.raises(FileExistsError, match='already holds 1 PNG'):
+        _metric(output_dir=str(tmp_path / 'old'))
+    # two images with the same stem
+    metric = _metric(format_only=True, output_dir=str(tmp_path / 'new'))
+    logits = torch.randn(2, 29, 12, 10)
+    samples = _mmseg_samples(logits, names=['a/x.jpg', 'b/x.jpg'])
+    with pytest.raises(ValueError, match='same file stem'):
+        metric.process({}, samples)
+    # the PNG would replace the input image
+    img = tmp_path / 'new' / 'y.png'
+    samples = _mmseg_samples(logits[:1], names=[str(img)])
+    with pytest.raises(ValueError, match='overwrite the image itself'):
+        metric.process({}, samples)
+    # evaluating without ground truth and without format_only
+    metric = _metric()
+    with pytest.raises(ValueError, match='no gt_sem_seg.*format_only'):
+        metric.process({}, _mmseg_samples(logits[:1]))

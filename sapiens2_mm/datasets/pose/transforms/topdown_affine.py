@@ -5,6 +5,7 @@ from mmpose.datasets.transforms import TopdownAffine
 from mmpose.structures.bbox import get_udp_warp_matrix, get_warp_matrix
 
 from ....registry import TRANSFORMS
+from ...transforms.interpolation import warp_interpolation
 
 
 @TRANSFORMS.register_module()
@@ -12,8 +13,9 @@ class Sapiens2TopdownAffine(TopdownAffine):
     """mmpose's ``TopdownAffine`` with two official differences.
 
     * Interpolation: ``cv2.INTER_AREA`` when the warp shrinks (the smaller row
-      norm of the 2x2 part is < 1), ``cv2.INTER_CUBIC`` otherwise; mmpose always
-      uses bilinear.
+      norm of the 2x2 part is < 1), ``cv2.INTER_CUBIC`` otherwise (the official
+      crop rule, :func:`warp_interpolation`; a plain seg resize compares the
+      widths instead); mmpose always uses bilinear.
     * Keypoints that land outside the crop are zeroed and marked invisible, so
       their target weight is 0 (mmpose keeps them visible and relies on the
       codec dropping Gaussians that are fully outside the heatmap).
@@ -50,10 +52,8 @@ class Sapiens2TopdownAffine(TopdownAffine):
         rot = results['bbox_rotation'][0] if 'bbox_rotation' in results else 0.
         make = get_udp_warp_matrix if self.use_udp else get_warp_matrix
         warp = make(center, scale, rot, output_size=(w, h))
-        factor = np.linalg.norm(warp[:, :2], axis=1).min()
-        flags = cv2.INTER_AREA if factor < 1 else cv2.INTER_CUBIC
         results['img'] = cv2.warpAffine(results['img'], warp, (int(w), int(h)),
-                                        flags=flags)
+                                        flags=warp_interpolation(warp))
         if results.get('keypoints') is not None:
             kpts = results['keypoints'].copy()
             kpts[..., :2] = cv2.transform(results['keypoints'][..., :2], warp)

@@ -1,32 +1,20 @@
-"""Resizes with the official interpolation: INTER_AREA down, INTER_CUBIC up."""
+"""Seg resizes with the official interpolation rule.
+
+Images: ``cv2.INTER_AREA`` when the new width is smaller than the image width,
+else ``cv2.INTER_CUBIC`` (see :mod:`sapiens2_mm.datasets.transforms.
+interpolation`); labels: nearest.
+"""
 from typing import Sequence
 
-import cv2
 import numpy as np
 from mmcv.transforms import BaseTransform
 
 from sapiens2_mm.registry import TRANSFORMS
 
+# resize_image / resize_label are imported from here by the inferencers.
+from ...transforms.interpolation import resize_image, resize_label
 
-def resize_image(img: np.ndarray, height: int, width: int) -> np.ndarray:
-    """Area interpolation when shrinking, bicubic when enlarging.
-
-    mmcv's ``imresize`` takes one interpolation for both; the official
-    pipeline picks by direction (an image shrunk in one axis and enlarged in
-    the other uses area, as the area is what shrinks).
-    """
-    h, w = img.shape[:2]
-    shrink = height * width < h * w
-    interp = cv2.INTER_AREA if shrink else cv2.INTER_CUBIC
-    out = cv2.resize(img, (width, height), interpolation=interp)
-    if img.ndim == 3 and out.ndim == 2:
-        out = out[..., None]
-    return out
-
-
-def resize_label(seg: np.ndarray, height: int, width: int) -> np.ndarray:
-    """Nearest-neighbour resize of a label map."""
-    return cv2.resize(seg, (width, height), interpolation=cv2.INTER_NEAREST)
+__all__ = ['SegResize', 'SegRandomResize', 'resize_image', 'resize_label']
 
 
 def _apply(results: dict, height: int, width: int, labels: bool) -> dict:
@@ -44,6 +32,9 @@ def _apply(results: dict, height: int, width: int, labels: bool) -> dict:
 @TRANSFORMS.register_module()
 class SegResize(BaseTransform):
     """Resize to a fixed (height, width); labels nearest, image area/cubic.
+
+    The image uses ``cv2.INTER_AREA`` when ``width`` is smaller than its width,
+    else ``cv2.INTER_CUBIC`` (official rule; the heights are not compared).
 
     Args:
         height: output height (1024).
@@ -68,7 +59,8 @@ class SegRandomResize(BaseTransform):
     """Random rescale keeping the aspect ratio (official ``SegRandomResize``).
 
     A ratio ``r`` is drawn uniformly from ``ratio_range`` and the image is
-    scaled to fit inside (height * r, width * r).
+    scaled to fit inside (height * r, width * r). Interpolation as
+    :class:`SegResize` (INTER_AREA when the width shrinks, else INTER_CUBIC).
 
     Args:
         height: base height (1024).

@@ -88,6 +88,8 @@ def build_gt(images: Iterable, annotations: Iterable[dict],
             bboxes = np.zeros((len(anns), 4))
             areas = np.zeros(len(anns))
             crowd = np.zeros(len(anns), dtype=bool)
+            num_kpts = np.array([ann.get('num_keypoints', -1) for ann in anns],
+                                dtype=np.float64)
             for j, ann in enumerate(anns):
                 kpts[j] = annotation_keypoints(ann, keypoint_field,
                                                num_keypoints, source)
@@ -102,5 +104,5 @@ def build_gt(images: Iterable, annotations: Iterable[dict],
                     areas[j] = ann['area']
                 else:
                     areas[j] = bboxes[j, 2] * bboxes[j, 3] * 0.53
-            gts[(cat, img)] = ImageGT(kpts, areas, bboxes, crowd)
+            gts[(cat, img)] = ImageGT(kpts, areas, bboxes, crowd, num_kpts)
     return gts

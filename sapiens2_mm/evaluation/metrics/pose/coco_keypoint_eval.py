@@ -10,11 +10,23 @@ here the per-keypoint similarities are computed once and shared by all subsets;
 (2) the reference implementations loop in Python over every (detection, GT) pair
 and convert json lists for each, which is slow for 308 keypoints.
 
-Conventions follow xtcocotools (used by mmpose and by the official evaluator):
-a GT is ignored when it is a crowd or has no labelled keypoint (visibility > 0)
-in the evaluated subset, and a detection is left out of a subset when all its
-keypoint scores in that subset are 0. With complete annotations this equals
-pycocotools (which reads ``num_keypoints`` instead).
+Two conventions, chosen by ``convention`` (they differ only on incomplete
+or inconsistent data):
+
+* ``'xtcocotools'`` (default; xtcocotools' COCOeval, used by mmpose's
+  ``CocoMetric`` and by the official Sapiens2 evaluator): a detection whose
+  keypoint scores in the evaluated keypoints are all 0 is left out; a GT is
+  ignored when it is a crowd or has no keypoint with visibility > 0 in the
+  evaluated keypoints.
+* ``'pycocotools'`` (pycocotools' COCOeval): every detection is evaluated,
+  whatever its keypoint scores; a GT is ignored when it is a crowd or its
+  annotation's ``num_keypoints`` is 0. For a subset of the keypoints (a part),
+  and for annotations without ``num_keypoints``, the count of keypoints with
+  visibility > 0 in the subset stands for ``num_keypoints`` (what COCOeval
+  reads on a json sliced to the part with ``num_keypoints`` recounted).
+
+Everything else (OKS, matching, area ranges, 20 detections per image,
+101-point precision) is common to both and computed identically.
 """
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
@@ -22,6 +34,8 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from .oks import pair_box_similarity, pair_similarity
+
+CONVENTIONS = ('xtcocotools', 'pycocotools')
 
 IOU_THRS = np.linspace(.5, 0.95, int(np.round((0.95 - .5) / .05)) + 1,
                        endpoint=True)
@@ -41,11 +55,15 @@ class ImageGT:
         areas: (G,) area used by OKS and the area ranges.
         bboxes: (G, 4) x, y, w, h.
         iscrowd: (G,) bool.
+        num_keypoints: (G,) the annotations' ``num_keypoints``, -1 where an
+            annotation has none; None when unknown (read by the
+            ``'pycocotools'`` convention only).
     """
     keypoints: np.ndarray
     areas: np.ndarray
     bboxes: np.ndarray
     iscrowd: np.ndarray
+    num_keypoints: Optional[np.ndarray] = None
 
 
 @dataclass
@@ -150,7 +168,8 @@ def _pair_ious(dkp, gkp, garea, gbox, visible, vis_count, det_present,
 
 def _evaluate_units(gts: List[ImageGT], dets: List[Optional[ImageDet]],
                     sigmas: np.ndarray, index: List[np.ndarray],
-                    max_dets: int, acc: '_Accum') -> None:
+                    max_dets: int, acc: '_Accum',
+                    convention: str = 'xtcocotools') -> None:
     """Match the detections of a chunk of (image, category) units at once."""
     num_parts = len(index)
     area_lo = np.array([a[0] for a in AREA_RANGES])[:, None]
@@ -171,6 +190,15 @@ def _evaluate_units(gts: List[ImageGT], dets: List[Optional[ImageDet]],
         visible = gkp[..., 2] > 0  # (U, G, K)
         vis_count = visible.astype(np.float64) @ part_mat  # (U, G, P)
         no_kpt = np.moveaxis(vis_count == 0, -1, 1)  # (U, P, G)
+        if convention == 'pycocotools':
+            # parts that are the whole layout read num_keypoints where given
+            given = _pad([np.full(len(g.areas), -1.0) if g.num_keypoints is None
+                          else np.asarray(g.num_keypoints, np.float64)
+                          for g in gts], num_gt, -1.0)  # (U, G)
+            for p, i in enumerate(index):
+                if len(np.unique(i)) == len(sigmas):
+                    no_kpt[:, p] = np.where(given >= 0, given == 0,
+                                            no_kpt[:, p])
         ignore = no_kpt | crowd[:, None]
         out_rng = (garea[:, None] < area_lo) | (garea[:, None] > area_hi)
         gt_ignore = ignore[:, :, None] | out_rng[:, None]  # (U, P, A, G)
@@ -207,10 +235,14 @@ def _evaluate_units(gts: List[ImageGT], dets: List[Optional[ImageDet]],
                                  span[..., 0] * span[..., 1], darea[..., p])
     darea = np.moveaxis(darea, -1, 1)  # (U, P, D)
     det_present = np.arange(num_det)[None] < det_n[:, None]  # (U, D)
-    # a detection with all keypoint scores 0 in a part is dropped there
-    has_score = np.moveaxis((dkp[..., 2] > 0).astype(np.float64) @ part_mat,
-                            -1, 1) > 0  # (U, P, D)
-    has_score &= det_present[:, None]
+    if convention == 'pycocotools':
+        has_score = np.repeat(det_present[:, None], num_parts, 1)  # (U, P, D)
+    else:
+        # xtcocotools: a detection with all keypoint scores 0 in a part is
+        # dropped there
+        has_score = np.moveaxis(
+            (dkp[..., 2] > 0).astype(np.float64) @ part_mat, -1, 1) > 0
+        has_score &= det_present[:, None]
     rank = np.cumsum(has_score, axis=-1) - 1
     det_valid = has_score & (rank < max_dets)
 
@@ -306,7 +338,9 @@ def _summarize(precision: np.ndarray, recall: np.ndarray) -> np.ndarray:
 def coco_keypoint_eval(gts: Dict[tuple, ImageGT], dets: Dict[tuple, ImageDet],
                        sigmas: np.ndarray, parts: Dict[str, np.ndarray],
                        max_dets: int = 20,
-                       chunk_elements: int = 2 ** 22) -> Dict[str, np.ndarray]:
+                       chunk_elements: int = 2 ** 22,
+                       convention: str = 'xtcocotools'
+                       ) -> Dict[str, np.ndarray]:
     """COCO keypoint evaluation of several keypoint subsets in one pass.
 
     Args:
@@ -320,6 +354,7 @@ def coco_keypoint_eval(gts: Dict[tuple, ImageGT], dets: Dict[tuple, ImageDet],
         max_dets: detections per image kept (highest scores), 20 in COCO.
         chunk_elements: images are processed in chunks of about this many
             (detection, GT, keypoint) elements (memory/speed trade-off).
+        convention: ``'xtcocotools'`` or ``'pycocotools'`` (module doc).
 
     Returns:
         dict: subset name -> the 10 stats (AP, AP .5, AP .75, AP (M), AP (L),
@@ -327,6 +362,9 @@ def coco_keypoint_eval(gts: Dict[tuple, ImageGT], dets: Dict[tuple, ImageDet],
     """
     if not gts:
         raise ValueError('The ground truth has no images; nothing to evaluate.')
+    if convention not in CONVENTIONS:
+        raise ValueError(f'convention={convention!r} is not supported; use one '
+                         f'of {list(CONVENTIONS)}.')
     names = list(parts)
     index = [np.asarray(parts[n], dtype=np.int64) for n in names]
     sigmas = np.asarray(sigmas, dtype=np.float64)
@@ -352,7 +390,7 @@ def coco_keypoint_eval(gts: Dict[tuple, ImageGT], dets: Dict[tuple, ImageDet],
             chunk = keys[start:stop]
             _evaluate_units([gts[k] for k in chunk],
                             [dets.get(k) for k in chunk], sigmas, index,
-                            max_dets, acc)
+                            max_dets, acc, convention)
             start = stop
         precision, recall = _accumulate(acc, len(names))
         precisions.append(precision)

@@ -12,7 +12,12 @@ from mmengine.logging import MessageHub, MMLogger, print_log
 from sapiens2_mm.registry import METRICS
 
 from .coco_gt import FieldSpec, build_gt, field_names
-from .coco_keypoint_eval import STAT_NAMES, ImageDet, coco_keypoint_eval
+from .coco_keypoint_eval import (
+    CONVENTIONS,
+    STAT_NAMES,
+    ImageDet,
+    coco_keypoint_eval,
+)
 from .oks import as_index, instance_scores, oks_nms
 
 _ALL = '__all__'
@@ -41,6 +46,11 @@ class KeypointOKSMetric(BaseMetric):
     OKS-NMS, ``format_only``/``outfile_prefix``), so it is a drop-in for it; the
     evaluation itself is :func:`coco_keypoint_eval` (vectorised COCOeval) and
     evaluates the whole layout and any number of keypoint subsets in one pass.
+    With the defaults the numbers are those of mmpose's CocoMetric, i.e.
+    xtcocotools' COCOeval; ``coco_convention='pycocotools'`` gives
+    pycocotools' COCOeval instead (they differ only on detections whose
+    keypoint scores are all 0 and on GTs whose ``num_keypoints`` disagrees
+    with their visibility flags).
     Results are gathered from all ranks by :class:`BaseMetric` (one entry per
     data sample, padded duplicates dropped) and evaluated on rank 0.
 
@@ -69,6 +79,12 @@ class KeypointOKSMetric(BaseMetric):
             ``'bbox'`` (area of ``pred_instances.bboxes``, what it computes
             when mmpose writes the box into the results).
         max_dets: detections kept per image (COCO: 20).
+        coco_convention: ``'xtcocotools'`` (default; what mmpose's CocoMetric
+            and the official evaluator use: detections whose keypoint scores
+            are all 0 are dropped, a GT without a keypoint of visibility > 0
+            is ignored) or ``'pycocotools'`` (every detection counts, a GT is
+            ignored when its ``num_keypoints`` is 0). See
+            :mod:`.coco_keypoint_eval`.
         format_only: only write ``{outfile_prefix}.keypoints.json``.
         outfile_prefix: where to write the results json (also when
             evaluating, if given).
@@ -90,6 +106,7 @@ class KeypointOKSMetric(BaseMetric):
                  nms_area_source: str = 'keypoints',
                  det_area_source: str = 'keypoints',
                  max_dets: int = 20,
+                 coco_convention: str = 'xtcocotools',
                  format_only: bool = False,
                  outfile_prefix: Optional[str] = None,
                  collect_device: str = 'cpu',
@@ -102,6 +119,7 @@ class KeypointOKSMetric(BaseMetric):
                            ('keypoints', 'bbox_scale'))
         self._check_choice('det_area_source', det_area_source,
                            ('keypoints', 'bbox'))
+        self._check_choice('coco_convention', coco_convention, CONVENTIONS)
         if format_only and outfile_prefix is None:
             raise ValueError(
                 'format_only=True writes the results json and evaluates '
@@ -124,6 +142,7 @@ class KeypointOKSMetric(BaseMetric):
         self.nms_area_source = nms_area_source
         self.det_area_source = det_area_source
         self.max_dets = max_dets
+        self.coco_convention = coco_convention
         self.format_only = format_only
         self.outfile_prefix = outfile_prefix
         self._gt_json = None
@@ -291,7 +310,11 @@ class KeypointOKSMetric(BaseMetric):
                     keypoints=np.asarray(pred['keypoints'][i], np.float64),
                     keypoint_scores=np.asarray(pred['keypoint_scores'][i],
                                                np.float64),
-                    bbox_score=float(pred['bbox_scores'][i]))
+                    # as given (float32 from models): the instance score is
+                    # computed in these dtypes, as mmpose does
+                    raw_keypoint_scores=np.asarray(
+                        pred['keypoint_scores'][i]),
+                    bbox_score=np.asarray(pred['bbox_scores']).reshape(-1)[i])
                 for key in ('bbox_areas', 'scale_areas'):
                     if key in pred:
                         inst[key] = float(pred[key][i])
@@ -310,10 +333,10 @@ class KeypointOKSMetric(BaseMetric):
     def _select_instances(self, insts: List[dict], sigmas: np.ndarray
                           ) -> List[dict]:
         """Score the instances of one image and apply OKS-NMS."""
-        kpt_scores = np.stack([x['keypoint_scores'] for x in insts])
         scores = instance_scores(
-            kpt_scores, np.array([x['bbox_score'] for x in insts]),
-            self.score_mode, self.keypoint_score_thr)
+            [x['raw_keypoint_scores'] for x in insts],
+            [x['bbox_score'] for x in insts], self.score_mode,
+            self.keypoint_score_thr)
         for inst, score in zip(insts, scores):
             inst['score'] = float(score)
         if self.nms_mode == 'none':
@@ -362,7 +385,8 @@ class KeypointOKSMetric(BaseMetric):
 
         gts, source = self._ground_truth(gt_items, num_kpts)
         dets = self._detections(selected, gts, source)
-        stats = coco_keypoint_eval(gts, dets, sigmas, parts, self.max_dets)
+        stats = coco_keypoint_eval(gts, dets, sigmas, parts, self.max_dets,
+                                   convention=self.coco_convention)
 
         metrics = OrderedDict(zip(STAT_NAMES, map(float, stats[_ALL])))
         for name in self.parts:

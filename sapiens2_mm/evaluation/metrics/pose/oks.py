@@ -126,34 +126,61 @@ def instance_scores(keypoint_scores: np.ndarray, bbox_scores: np.ndarray,
                     ) -> np.ndarray:
     """Score of each instance from its box score and keypoint scores.
 
+    The arithmetic is mmpose ``CocoMetric``'s, in the dtypes of the inputs
+    (float32 model outputs stay float32 where mmpose keeps them so): instance
+    scores that tie there tie here too, so OKS-NMS keeps the same instance and
+    COCOeval ranks the detections in the same order.
+
+    * ``'bbox'``: the box score.
+    * ``'keypoint'``: ``np.mean`` of the keypoint scores (input dtype).
+    * ``'bbox_rle'``: ``box + mean + max`` of the keypoint scores, summed in
+      the promoted input dtype (float32 for float32 inputs).
+    * ``'bbox_keypoint'`` (official): box score times the mean of the keypoint
+      scores above ``thr`` (compared in float64), 0 when none is; the
+      keypoint scores are summed one after another in float64, as mmpose's
+      loop does.
+
     Args:
-        keypoint_scores: shape (N, K).
-        bbox_scores: shape (N,).
-        mode: ``'bbox_keypoint'`` (official: box score times the mean of the
-            keypoint scores above ``thr``, 0 when none is), ``'bbox'``,
-            ``'keypoint'`` (mean of all keypoint scores) or ``'bbox_rle'``
-            (box score + mean + max of the keypoint scores, as mmpose).
+        keypoint_scores: shape (N, K), or a list of N (K,) arrays.
+        bbox_scores: shape (N,), or a list of N scalars.
+        mode: one of the modes above.
         thr: keypoint score threshold of ``'bbox_keypoint'``.
 
     Returns:
-        np.ndarray: shape (N,), float64.
+        np.ndarray: shape (N,), the dtype mmpose's score list would have as
+        an array (float64, or float32 for ``'bbox'`` / ``'keypoint'`` with
+        float32 inputs).
     """
-    kpt = np.asarray(keypoint_scores, dtype=np.float64)
-    box = np.asarray(bbox_scores, dtype=np.float64).reshape(-1)
-    if mode == 'bbox':
-        return box.copy()
-    if mode == 'keypoint':
-        return kpt.mean(axis=1)
-    if mode == 'bbox_rle':
-        return box + kpt.mean(axis=1) + kpt.max(axis=1)
-    if mode != 'bbox_keypoint':
+    if mode not in ('bbox', 'bbox_keypoint', 'keypoint', 'bbox_rle'):
         raise ValueError(
             f"score_mode={mode!r} is not supported; use one of 'bbox', "
             "'bbox_keypoint', 'keypoint', 'bbox_rle'.")
-    above = kpt > thr
-    count = above.sum(axis=1)
-    mean = np.where(above, kpt, 0).sum(axis=1) / np.maximum(count, 1)
-    return box * np.where(count > 0, mean, 0.0)
+    kpts = [np.asarray(k).reshape(-1) for k in keypoint_scores]
+    boxes = [np.asarray(b).reshape(()) for b in bbox_scores]
+    boxes = [b[()] for b in boxes]  # numpy scalars keep their dtype
+    if len(kpts) != len(boxes):
+        raise ValueError(
+            f'{len(kpts)} keypoint score rows but {len(boxes)} bbox scores; '
+            'give one box score per instance.')
+    scores = []
+    for kpt, box in zip(kpts, boxes):
+        if mode == 'bbox':
+            scores.append(box)
+        elif mode == 'keypoint':
+            scores.append(np.mean(kpt))
+        elif mode == 'bbox_rle':
+            scores.append(float(box + np.mean(kpt) + np.max(kpt)))
+        else:
+            # float64 comparison with thr (numpy scalars compare so) and a
+            # sequential float64 sum (cumsum), not numpy's pairwise sum
+            above = kpt.astype(np.float64) > thr
+            count = int(above.sum())
+            if count == 0:
+                scores.append(box * 0)
+                continue
+            total = np.cumsum(np.where(above, kpt, 0).astype(np.float64))[-1]
+            scores.append(box * (total / count))
+    return np.array(scores) if scores else np.zeros(0)
 
 
 def as_index(values: Optional[Sequence[int]], num_keypoints: int,
