@@ -219,9 +219,12 @@ def test_amp_sets_bf16_wrapper_or_refuses_on_cpu(tmp_path, monkeypatch):
 
 def test_resume_auto_and_default_work_dir(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    notes = []
     cfg = train_tool.build_cfg(
-        train_tool.parse_args([WORKFLOW_CFG, '--resume']))
-    assert cfg.resume is True and cfg.load_from is None
+        train_tool.parse_args([WORKFLOW_CFG, '--resume']), notes)
+    # an empty work dir: nothing to resume, said so (not "resumed from None")
+    assert cfg.resume is False and cfg.load_from is None
+    assert any('no checkpoint found' in n for n in notes), notes
     assert cfg.work_dir == './work_dirs/tiny_seg_workflow'
     assert osp.isdir(tmp_path / 'work_dirs' / 'tiny_seg_workflow')
 
