@@ -33,9 +33,20 @@ class ToyDataset(Dataset):
 
 
 def toy_runner(work_dir, max_iters=3, checkpoint=None, custom_hooks=None,
-               num_workers=0, resume=False, load_from=None, name='toy'):
-    """An iteration-based Runner saving a checkpoint every iteration."""
+               num_workers=0, resume=False, load_from=None, name='toy',
+               worker_seed=None):
+    """An iteration-based Runner saving a checkpoint every iteration.
+
+    ``worker_seed`` seeds the data-loader workers with mmengine's
+    ``worker_init_fn`` but another seed than the run's (a control).
+    """
+    from mmengine.dataset import worker_init_fn
     from mmengine.runner import Runner
+    extra = {}
+    if worker_seed is not None:
+        extra['worker_init_fn'] = dict(type=worker_init_fn, rank=0,
+                                       num_workers=num_workers,
+                                       seed=worker_seed)
     checkpoint = dict(dict(type='sapiens2_mm.AtomicCheckpointHook',
                            interval=1, by_epoch=False, max_keep_ckpts=1),
                       **(checkpoint or {}))
@@ -47,7 +58,7 @@ def toy_runner(work_dir, max_iters=3, checkpoint=None, custom_hooks=None,
             sampler=dict(type='InfiniteSampler', shuffle=True),
             batch_size=2, num_workers=num_workers,
             persistent_workers=num_workers > 0,
-            collate_fn=dict(type='default_collate')),
+            collate_fn=dict(type='default_collate'), **extra),
         optim_wrapper=dict(optimizer=dict(type='SGD', lr=0.1)),
         train_cfg=dict(by_epoch=False, max_iters=max_iters),
         default_hooks=dict(checkpoint=checkpoint,
