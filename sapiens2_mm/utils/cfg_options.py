@@ -238,10 +238,17 @@ def _variable_problems(plain: Mapping, options: Mapping) -> Dict[str, str]:
         if top in RUNNER_KEYS or top in TOOL_KEYS or top not in plain:
             continue
         old = plain[top]
-        if isinstance(old, (Mapping, list, tuple)):
-            continue
         copies = [_dotted(p) for p in _paths_equal_to(
             {k: v for k, v in plain.items() if k != top}, old)]
+        if isinstance(old, (Mapping, list, tuple)):
+            if old and not copies:
+                problems[str(key)] = (
+                    f'{top} is a config variable that no key of the config '
+                    'equals any more (it was merged into other values, e.g. '
+                    'dict(**var, ...), when the config was read), so '
+                    'overriding it changes nothing. Override the keys that '
+                    'use it.')
+            continue
         hint = {'max_iters': 'train_cfg.max_iters (the scheduler ends '
                 'follow)', 'max_epochs': 'train_cfg.max_epochs (the '
                 'scheduler ends follow)'}.get(top)

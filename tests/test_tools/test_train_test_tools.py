@@ -195,6 +195,7 @@ def test_known_but_unset_cfg_options_accepted(tmp_path):
     assert cfg.model.backbone.with_cp is True
     assert cfg.train_dataloader.batch_size == 4
     assert cfg.train_pipeline[2].prob == 1.0
+    assert cfg.train_dataloader.dataset.pipeline[2].prob == 1.0
 
 
 def test_list_index_out_of_range_refused(tmp_path):
