@@ -3,7 +3,8 @@
 Usage::
 
     python tools/train.py CONFIG [--work-dir DIR] [--resume [auto|PATH]] [--amp]
-        [--cfg-options key=value ...] [--launcher none|pytorch|slurm]
+        [--load-partial] [--ignore-lock] [--cfg-options key=value ...]
+        [--launcher none|pytorch|slurm]
 
 Distributed: ``tools/dist_train.sh CONFIG GPUS`` (torchrun) or
 ``tools/slurm_train.sh PARTITION JOB CONFIG`` (srun). A config with a
@@ -13,6 +14,7 @@ mmengine's FlexibleRunner.
 import argparse
 import os
 import os.path as osp
+import shlex
 import sys
 import tempfile
 from typing import List, Optional
@@ -20,6 +22,8 @@ from typing import List, Optional
 from mmengine.config import Config, DictAction
 
 AMP_DTYPE = 'bfloat16'  # bf16: fp16 overflows in ViT heads
+INTERRUPTED_EXIT_CODE = 130  # 128 + SIGINT, what shells report for Ctrl-C
+CHECKPOINT_HOOKS = ('CheckpointHook', 'mmengine.CheckpointHook')
 
 
 class ToolError(RuntimeError):
@@ -39,6 +43,15 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument(
         '--amp', action='store_true',
         help=f'mixed precision training ({AMP_DTYPE} autocast)')
+    parser.add_argument(
+        '--load-partial', action='store_true',
+        help='load_from may fit the model only partly: load the keys whose '
+        'names and shapes match and log the rest (default: refuse any '
+        'mismatch). Same as load_partial = True in the config')
+    parser.add_argument(
+        '--ignore-lock', action='store_true',
+        help='train even if the work dir is locked by another training '
+        '(only when that run is known to be gone)')
     return parse_with_common_args(parser, argv)
 
 
@@ -61,17 +74,24 @@ def parse_with_common_args(parser: argparse.ArgumentParser,
     return args
 
 
-def load_config(path: str, cfg_options: Optional[dict]) -> Config:
-    """Read ``path``, refuse unknown ``cfg_options`` keys, merge them."""
-    from sapiens2_mm.utils.cfg_options import check_cfg_options
+def load_config(path: str, cfg_options: Optional[dict],
+                notes: Optional[List[str]] = None) -> Config:
+    """Read ``path``, refuse unknown ``cfg_options`` keys, merge them.
+
+    Overrides of config variables reach the copies the runner reads
+    (``train_pipeline.2.prob`` also changes ``train_dataloader.dataset.
+    pipeline``), and a new ``train_cfg.max_iters`` moves the scheduler ends
+    bound to the old one; each such change is appended to ``notes``.
+    """
+    from sapiens2_mm.utils.cfg_options import apply_cfg_options
     if not osp.isfile(path):
         raise ToolError(
             f'Config file not found: {path!r}. Pass a path such as '
             'configs/pose/<name>.py (see docs/train_test.md).')
     cfg = Config.fromfile(path)
-    check_cfg_options(cfg, cfg_options)
-    if cfg_options:
-        cfg.merge_from_dict(cfg_options)
+    changes = apply_cfg_options(cfg, cfg_options)
+    if notes is not None:
+        notes.extend(changes)
     return cfg
 
 
@@ -122,19 +142,98 @@ def enable_amp(cfg: Config) -> None:
     wrapper.loss_scale = 1.0
 
 
-def set_resume(cfg: Config, resume: Optional[str]) -> None:
-    """``auto``: latest checkpoint of the work dir; a path: that file."""
+def set_resume(cfg: Config, resume: Optional[str],
+               notes: Optional[List[str]] = None) -> None:
+    """``auto``: newest complete checkpoint of the work dir; a path: that file.
+
+    ``auto`` resolves ``last_checkpoint`` relative to the work dir (moved or
+    copied work dirs), falls back past unreadable (truncated) checkpoints to
+    the newest complete one, and with none found trains from the start (and
+    from the config's ``load_from``, if any); ``notes`` says which happened.
+    """
+    from sapiens2_mm.utils.work_dir import (
+        checkpoint_problem,
+        find_resume_checkpoint,
+    )
     if resume is None:
         return
-    cfg.resume = True
+    notes = notes if notes is not None else []
     if resume == 'auto':
-        cfg.load_from = None
+        found, skipped = find_resume_checkpoint(cfg.work_dir)
+        for line in skipped:
+            notes.append(f'--resume: {line}')
+        if found is None:
+            cfg.resume = False
+            notes.append(
+                f'--resume: no checkpoint found in {cfg.work_dir} (no '
+                'readable last_checkpoint target or iter_N.pth/epoch_N.pth); '
+                'training starts from the beginning' +
+                (f' with load_from={cfg.load_from}.' if cfg.get('load_from')
+                 else '.'))
+            return
+        if skipped:
+            notes.append(f'--resume: falling back to the newest complete '
+                         f'checkpoint {found}.')
+        else:
+            notes.append(f'--resume: resuming from {found}.')
+        cfg.resume = True
+        cfg.load_from = found
         return
     if not osp.isfile(resume):
         raise ToolError(
             f'--resume checkpoint not found: {resume!r}. Use --resume auto to '
             'continue from the latest checkpoint of the work dir.')
+    problem = checkpoint_problem(resume)
+    if problem is not None:
+        raise ToolError(
+            f'--resume checkpoint {resume!r} cannot be read ({problem}); it '
+            'may be truncated. Use --resume auto to take the newest complete '
+            'checkpoint of the work dir.')
+    cfg.resume = True
     cfg.load_from = resume
+
+
+def route_load_from(cfg: Config, partial: bool,
+                    notes: Optional[List[str]] = None) -> None:
+    """Load a fine-tuning ``load_from`` through CheckedCheckpointLoadHook.
+
+    mmengine would load it non-strictly without mapping official key names
+    (an official pose ``.safetensors`` would drop the whole head); the hook
+    reads .safetensors and .pth, maps official keys as tools/test.py does and
+    refuses any mismatch before the first iteration, unless ``partial``.
+    """
+    partial = bool(partial or cfg.get('load_partial', False))
+    source = cfg.get('load_from')
+    if cfg.get('resume') or not source:
+        return
+    if not osp.isfile(source):
+        raise ToolError(
+            f'load_from checkpoint not found: {source!r}. Fix the path in '
+            'the config (or --cfg-options load_from=PATH).')
+    if cfg.get('strategy') is not None:
+        if notes is not None:
+            notes.append(
+                f'load_from={source} is loaded by the {cfg.strategy.type} '
+                '(mmengine, not strict).')
+        return
+    cfg.load_from = None
+    hooks = [h for h in (cfg.get('custom_hooks') or [])
+             if 'CheckedCheckpointLoadHook' not in str(h.get('type'))]
+    hooks.append(dict(type='CheckedCheckpointLoadHook', checkpoint=source,
+                      load_at='before_train', allow_partial=partial))
+    cfg.custom_hooks = hooks
+
+
+def use_atomic_checkpoints(cfg: Config,
+                           notes: Optional[List[str]] = None) -> None:
+    """Swap mmengine's CheckpointHook for AtomicCheckpointHook (same
+    arguments; saves that fail half-way keep the previous checkpoint)."""
+    hook = (cfg.get('default_hooks') or {}).get('checkpoint')
+    if isinstance(hook, dict) and hook.get('type') in CHECKPOINT_HOOKS:
+        hook['type'] = 'AtomicCheckpointHook'
+        if notes is not None:
+            notes.append('default_hooks.checkpoint: CheckpointHook replaced '
+                         'by AtomicCheckpointHook (atomic saves).')
 
 
 def add_rng_state_hook(cfg: Config) -> None:
@@ -215,14 +314,24 @@ def cleanup_distributed() -> None:
         torch_dist.destroy_process_group()
 
 
-def build_cfg(args: argparse.Namespace) -> Config:
-    """The training config after every command-line option is applied."""
-    cfg = load_config(args.config, args.cfg_options)
+def build_cfg(args: argparse.Namespace,
+              notes: Optional[List[str]] = None) -> Config:
+    """The training config after every command-line option is applied.
+
+    Args:
+        args: parsed command line.
+        notes: if given, receives what was changed or decided on the way
+            (propagated overrides, the checkpoint resumed from), for the log.
+    """
+    notes = notes if notes is not None else []
+    cfg = load_config(args.config, args.cfg_options, notes)
     cfg.launcher = args.launcher
     resolve_work_dir(cfg, args.work_dir, args.config)
     if args.amp:
         enable_amp(cfg)
-    set_resume(cfg, args.resume)
+    set_resume(cfg, args.resume, notes)
+    route_load_from(cfg, getattr(args, 'load_partial', False), notes)
+    use_atomic_checkpoints(cfg, notes)
     add_rng_state_hook(cfg)
     check_strategy(cfg)
     return cfg
@@ -239,20 +348,89 @@ def build_runner(cfg: Config):
     return Runner.from_cfg(cfg)
 
 
+def global_rank() -> int:
+    """This process's rank from the launcher's environment (0 if none)."""
+    for name in ('RANK', 'SLURM_PROCID', 'OMPI_COMM_WORLD_RANK'):
+        if os.environ.get(name, '').isdigit():
+            return int(os.environ[name])
+    return 0
+
+
+def resume_command(argv: List[str], work_dir: str) -> str:
+    """The command line that resumes this run: the same arguments, the
+    resolved work dir and ``--resume`` (auto)."""
+    rest, skip = [], 0
+    for i, token in enumerate(argv):
+        if skip:
+            skip -= 1
+            continue
+        if token in ('--work-dir', '--resume'):
+            follows = argv[i + 1] if i + 1 < len(argv) else ''
+            if token == '--work-dir' or (follows and not follows.startswith(
+                    '-') and (follows == 'auto' or follows.endswith('.pth'))):
+                skip = 1
+            continue
+        if token.startswith(('--work-dir=', '--resume=')):
+            continue
+        rest.append(token)
+    return shlex.join(['python', 'tools/train.py', *rest, '--work-dir',
+                       work_dir, '--resume'])
+
+
+def interrupted_message(cfg: Config, argv: List[str], at_iter) -> str:
+    """Where the last complete checkpoint is and how to resume from it."""
+    from sapiens2_mm.utils.work_dir import find_resume_checkpoint
+    found, _ = find_resume_checkpoint(cfg.work_dir)
+    where = f' at iteration {at_iter}' if at_iter is not None else ''
+    if found is None:
+        return (f'Training interrupted{where}. No complete checkpoint was '
+                f'saved in {cfg.work_dir} yet; run the same command again to '
+                'start over.')
+    return (f'Training interrupted{where}. Last complete checkpoint: {found}'
+            f'\nResume with:\n  {resume_command(argv, cfg.work_dir)}')
+
+
 def main(argv: Optional[List[str]] = None):
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     from sapiens2_mm.utils import register_all_modules
     from sapiens2_mm.utils.cfg_options import UnknownConfigKeyError
+    from sapiens2_mm.utils.checkpoint import CheckpointMismatchError
+    from sapiens2_mm.utils.train_lock import WorkDirLock, WorkDirLockedError
     register_all_modules(init_default_scope=False)
+    notes: List[str] = []
     try:
-        cfg = build_cfg(args)
+        cfg = build_cfg(args, notes)
     except (ToolError, UnknownConfigKeyError) as err:
         sys.exit(f'error: {err}')
+    lock = WorkDirLock(cfg.work_dir)
+    if global_rank() == 0:
+        try:
+            note = lock.acquire(force=args.ignore_lock)
+        except WorkDirLockedError as err:
+            sys.exit(f'error: {err}')
+        if note:
+            notes.append(note)
     prepare_cpu_distributed(cfg)
+    runner = None
     try:
         runner = build_runner(cfg)
+        for note in notes:
+            runner.logger.warning(note)
         runner.train()
+    except KeyboardInterrupt:
+        at_iter = getattr(getattr(runner, '_train_loop', None), 'iter', None)
+        print('\n' + interrupted_message(cfg, argv, at_iter),
+              file=sys.stderr)
+        sys.exit(INTERRUPTED_EXIT_CODE)
+    except (CheckpointMismatchError, ToolError) as err:
+        sys.exit(f'error: {err}')
+    except ValueError as err:
+        if 'Could not read checkpoint' in str(err):
+            sys.exit(f'error: {err}')
+        raise
     finally:
+        lock.release()
         cleanup_distributed()
     return runner
 

@@ -6,7 +6,7 @@ default_hooks = dict(
     timer=dict(type='IterTimerHook'),
     logger=dict(type='LoggerHook', interval=10),
     param_scheduler=dict(type='ParamSchedulerHook'),
-    checkpoint=dict(type='CheckpointHook', interval=1000, by_epoch=False,
+    checkpoint=dict(type='AtomicCheckpointHook', interval=1000, by_epoch=False,
                     max_keep_ckpts=3, save_last=True),
     sampler_seed=dict(type='DistSamplerSeedHook'),
 )

@@ -11,10 +11,24 @@ checkpointing and nobody notices. A key is accepted here when
 * it is a known argument of a type-less runner section (``train_dataloader``
   keys of ``torch.utils.data.DataLoader``, top-level Runner arguments, ...), or
 * its parent exists and is ``None`` (filling an optional sub-config).
+
+A class whose ``**kwargs`` only forward to a fixed signature counts as taking
+what that signature takes: mmengine's ``CheckpointHook`` passes them to
+``Runner.save_checkpoint``, which takes none beyond those the hook sets, so
+``default_hooks.checkpoint.intervall=1`` is refused here instead of crashing
+the first save.
+
+Python configs bind variables when they are read: ``train_pipeline`` is copied
+into ``train_dataloader.dataset.pipeline`` and ``max_iters`` into
+``train_cfg.max_iters`` and the scheduler ``end``. :func:`apply_cfg_options`
+therefore carries an override of a list/dict variable to every copy, refuses
+one of a scalar variable (naming the keys to set), and moves scheduler
+boundaries bound to the old ``train_cfg.max_iters``/``max_epochs``.
 """
+import copy
 import difflib
 import inspect
-from typing import Dict, List, Mapping, Optional, Sequence, Set
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set
 
 from mmengine.config import Config
 
@@ -29,6 +43,8 @@ RUNNER_KEYS = {
     'strategy', 'compile', 'runner_type', 'custom_imports',
     'model_wrapper_cfg', 'find_unused_parameters'
 }
+# Top-level keys that sapiens2_mm's tools read themselves.
+TOOL_KEYS = {'tta_model', 'tta_pipeline', 'load_partial'}
 DATALOADER_KEYS = {
     'batch_size', 'num_workers', 'persistent_workers', 'pin_memory',
     'drop_last', 'shuffle', 'sampler', 'batch_sampler', 'collate_fn',
@@ -57,6 +73,15 @@ class UnknownConfigKeyError(KeyError):
 def _registries():
     from ..registry import ALL_REGISTRIES
     return ALL_REGISTRIES
+
+
+def _forwarded_kwargs(klass) -> Optional[Set[str]]:
+    """Names a class's ``**kwargs`` can take when they only feed a fixed
+    signature; None when not known to be closed."""
+    from mmengine.hooks import CheckpointHook
+    if klass is CheckpointHook:
+        return set()  # all of Runner.save_checkpoint's are passed already
+    return None
 
 
 def _accepted_args(type_value) -> Optional[Set[str]]:
@@ -92,6 +117,10 @@ def _accepted_args(type_value) -> Optional[Set[str]]:
             names.update(p.name for p in params
                          if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD))
             if not any(p.kind is p.VAR_KEYWORD for p in params):
+                break
+            forwarded = _forwarded_kwargs(klass)
+            if forwarded is not None:
+                names.update(forwarded)
                 break
         else:
             return None
@@ -173,3 +202,207 @@ def check_cfg_options(cfg: Config, options: Optional[Mapping]) -> None:
             'would silently add:\n' + '\n'.join(lines) +
             '\nFix the spelling, or check the config with '
             'tools/analysis_tools/print_config.py.')
+
+
+def _paths_equal_to(node: Any, value: Any, path: tuple = ()) -> List[tuple]:
+    """Paths under ``node`` whose value equals ``value`` (not descending into
+    a match)."""
+    if path and node == value:
+        return [path]
+    found = []
+    if isinstance(node, Mapping):
+        for key, child in node.items():
+            found += _paths_equal_to(child, value, path + (key, ))
+    elif isinstance(node, (list, tuple)):
+        for i, child in enumerate(node):
+            found += _paths_equal_to(child, value, path + (i, ))
+    return found
+
+
+def _dotted(path: Sequence) -> str:
+    return '.'.join(map(str, path))
+
+
+def _set_path(cfg: Config, path: tuple, value: Any) -> None:
+    node = cfg
+    for part in path[:-1]:
+        node = node[part]
+    node[path[-1]] = value
+
+
+def _variable_problems(plain: Mapping, options: Mapping) -> Dict[str, str]:
+    """Overrides of scalar config variables, which nothing reads."""
+    problems = {}
+    for key in options:
+        top = str(key).split('.')[0]
+        if top in RUNNER_KEYS or top in TOOL_KEYS or top not in plain:
+            continue
+        old = plain[top]
+        copies = [_dotted(p) for p in _paths_equal_to(
+            {k: v for k, v in plain.items() if k != top}, old)]
+        if isinstance(old, (Mapping, list, tuple)):
+            if old and not copies:
+                problems[str(key)] = (
+                    f'{top} is a config variable that no key of the config '
+                    'equals any more (it was merged into other values, e.g. '
+                    'dict(**var, ...), when the config was read), so '
+                    'overriding it changes nothing. Override the keys that '
+                    'use it.')
+            continue
+        hint = {'max_iters': 'train_cfg.max_iters (the scheduler ends '
+                'follow)', 'max_epochs': 'train_cfg.max_epochs (the '
+                'scheduler ends follow)'}.get(top)
+        where = (f' Keys holding the same value: {", ".join(copies[:6])}.'
+                 if copies else '')
+        problems[str(key)] = (
+            f'{top} is a config variable: its value was copied where it is '
+            'used when the config was read, so overriding it changes '
+            f'nothing. Set {hint or "the keys that use it"} instead.{where}')
+    return problems
+
+
+def _propagate_variables(cfg: Config, before: Mapping,
+                         options: Mapping) -> List[str]:
+    """Carry overrides of list/dict config variables to their copies."""
+    notes = []
+    for top in sorted({str(k).split('.')[0] for k in options}):
+        if top in RUNNER_KEYS or top not in before:
+            continue
+        old = before[top]
+        if not isinstance(old, (Mapping, list, tuple)) or not old:
+            continue
+        others = {k: v for k, v in before.items() if k != top}
+        paths = _paths_equal_to(others, old)
+        new = cfg.to_dict()[top]
+        for path in paths:
+            _set_path(cfg, path, copy.deepcopy(new))
+        if paths:
+            notes.append(f'--cfg-options on {top} also applied to its '
+                         f'copies: {", ".join(map(_dotted, paths))}.')
+    return notes
+
+
+def _scheduler_list(cfg: Config) -> List[tuple]:
+    """(path, scheduler dict) of every ``param_scheduler`` entry."""
+    sched = cfg.get('param_scheduler')
+    if isinstance(sched, Mapping) and 'type' not in sched:  # per optimizer
+        return [((('param_scheduler', name, i)), s)
+                for name, group in sched.items()
+                for i, s in enumerate(group or [])]
+    if isinstance(sched, Mapping):
+        return [(('param_scheduler', ), sched)]
+    return [(('param_scheduler', i), s) for i, s in enumerate(sched or [])]
+
+
+def _scaled(point: int, old: int, new: int) -> int:
+    """``point`` of a schedule of length ``old`` on one of length ``new``:
+    0 stays 0, every later boundary lands in ``1..new`` (so a warmup end and
+    the next scheduler's begin still coincide)."""
+    if point <= 0:
+        return point
+    return min(new, max(1, int(round(point * new / old))))
+
+
+def rescale_schedule(cfg: Config, key: str, old: int, new: int) -> List[str]:
+    """Move scheduler boundaries bound to the old training length.
+
+    ``end`` values at or past ``old`` become ``new``. When ``new`` is shorter
+    than an inner boundary (a warmup ``end``, a ``begin``, a milestone), every
+    boundary is scaled by ``new / old`` instead, keeping each ``begin < end``.
+
+    Args:
+        cfg: config with the new ``train_cfg`` already merged.
+        key: ``'max_iters'`` (schedulers with ``by_epoch=False``) or
+            ``'max_epochs'`` (``by_epoch=True``).
+        old: length the config was written for; new: the override.
+
+    Returns:
+        One note per changed value.
+    """
+    if old == new or old <= 0:
+        return []
+    by_epoch = key == 'max_epochs'
+    entries = [(p, s) for p, s in _scheduler_list(cfg)
+               if isinstance(s, Mapping) and
+               bool(s.get('by_epoch', True)) == by_epoch]
+
+    def inner(s):
+        points = [s.get('begin', 0)] + list(s.get('milestones', []))
+        end = s.get('end')
+        if isinstance(end, int) and end < old:
+            points.append(end)
+        return points
+
+    scale = new < old and any(b >= new for _, s in entries for b in inner(s))
+    notes = []
+    for path, s in entries:
+        changed = {}
+        end = s.get('end')
+        if scale:
+            begin = _scaled(s.get('begin', 0), old, new)
+            if begin != s.get('begin', 0):
+                changed['begin'] = begin
+            if isinstance(end, int) and end <= old:
+                changed['end'] = max(begin + 1, _scaled(end, old, new))
+            if s.get('milestones'):
+                changed['milestones'] = sorted(
+                    {_scaled(m, old, new) for m in s['milestones']})
+        elif isinstance(end, int) and end >= old:
+            changed['end'] = new
+        for name, value in changed.items():
+            notes.append(f'{_dotted(path)}.{name}: {s.get(name)} -> {value} '
+                         f'(follows train_cfg.{key} {old} -> {new})')
+            s[name] = value
+    return notes
+
+
+def _follow_length(cfg: Config, before: Mapping, options: Mapping) -> list:
+    notes = []
+    for key in ('max_iters', 'max_epochs'):
+        option = f'train_cfg.{key}'
+        old = (before.get('train_cfg') or {}).get(key)
+        if option not in options or not isinstance(old, int):
+            continue
+        new = cfg.train_cfg[key]
+        notes += rescale_schedule(cfg, key, old, new)
+        bound = [('train_cfg', 'val_interval'),
+                 ('default_hooks', 'checkpoint', 'interval')]
+        for path in bound:
+            node = cfg
+            for part in path[:-1]:
+                node = node.get(part) if hasattr(node, 'get') else None
+            if (hasattr(node, 'get') and node.get(path[-1]) == old and
+                    _dotted(path) not in options and new != old):
+                node[path[-1]] = new
+                notes.append(f'{_dotted(path)}: {old} -> {new} (was bound to '
+                             f'train_cfg.{key})')
+    return notes
+
+
+def apply_cfg_options(cfg: Config, options: Optional[Mapping]) -> List[str]:
+    """Check ``options``, merge them and make them reach what reads them.
+
+    Args:
+        cfg: the loaded config (changed in place).
+        options: ``{dotted.key: value}`` as parsed by mmengine's DictAction.
+
+    Returns:
+        Notes on every value changed beyond the named keys.
+
+    Raises:
+        UnknownConfigKeyError: unknown keys, or overrides of scalar config
+            variables that would change nothing.
+    """
+    if not options:
+        return []
+    check_cfg_options(cfg, options)
+    before = cfg.to_dict()
+    problems = _variable_problems(before, options)
+    if problems:
+        lines = [f'  {k}: {v}' for k, v in problems.items()]
+        raise UnknownConfigKeyError(
+            '--cfg-options would change nothing the runner reads:\n' +
+            '\n'.join(lines))
+    cfg.merge_from_dict(options)
+    return (_propagate_variables(cfg, before, options) +
+            _follow_length(cfg, before, options))

@@ -195,6 +195,7 @@ def test_known_but_unset_cfg_options_accepted(tmp_path):
     assert cfg.model.backbone.with_cp is True
     assert cfg.train_dataloader.batch_size == 4
     assert cfg.train_pipeline[2].prob == 1.0
+    assert cfg.train_dataloader.dataset.pipeline[2].prob == 1.0
 
 
 def test_list_index_out_of_range_refused(tmp_path):
@@ -219,9 +220,12 @@ def test_amp_sets_bf16_wrapper_or_refuses_on_cpu(tmp_path, monkeypatch):
 
 def test_resume_auto_and_default_work_dir(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    notes = []
     cfg = train_tool.build_cfg(
-        train_tool.parse_args([WORKFLOW_CFG, '--resume']))
-    assert cfg.resume is True and cfg.load_from is None
+        train_tool.parse_args([WORKFLOW_CFG, '--resume']), notes)
+    # an empty work dir: nothing to resume, said so (not "resumed from None")
+    assert cfg.resume is False and cfg.load_from is None
+    assert any('no checkpoint found' in n for n in notes), notes
     assert cfg.work_dir == './work_dirs/tiny_seg_workflow'
     assert osp.isdir(tmp_path / 'work_dirs' / 'tiny_seg_workflow')
 

@@ -6,7 +6,8 @@ test reports garbage. This hook reads any checkpoint
 :func:`sapiens2_mm.utils.read_checkpoint` understands (official Sapiens2 task
 ``.safetensors``, mmengine ``.pth``) and loads it with
 :func:`sapiens2_mm.utils.load_state_dict_checked`, which fails listing every
-missing, unexpected and mis-shaped key. ``tools/test.py`` installs it.
+missing, unexpected and mis-shaped key. ``tools/test.py`` installs it, and
+``tools/train.py`` routes a config's ``load_from`` (fine-tuning) through it.
 """
 from typing import Dict, Optional
 
@@ -15,7 +16,13 @@ from mmengine.hooks import Hook
 from mmengine.model import BaseTTAModel, is_model_wrapper
 
 from ...registry import HOOKS
-from ...utils.checkpoint import load_state_dict_checked, read_checkpoint
+from ...utils.checkpoint import (
+    check_state_dict,
+    load_state_dict_checked,
+    read_checkpoint,
+)
+
+LOAD_POINTS = ('before_run', 'before_train')
 
 
 def map_official_keys(model: torch.nn.Module,
@@ -48,15 +55,36 @@ class CheckedCheckpointLoadHook(Hook):
 
     Args:
         checkpoint: path of a ``.safetensors`` or torch checkpoint.
+        load_at: ``'before_run'`` (testing: ``Runner.test`` initialises no
+            weights) or ``'before_train'`` (fine-tuning: after the Runner's
+            ``init_weights``, which would overwrite an earlier load, and before
+            the first iteration).
+        allow_partial: load the keys whose names and shapes fit and log every
+            key left out, instead of refusing (an intentionally partial load,
+            e.g. a pose checkpoint with another number of keypoints).
     """
 
     priority = 'VERY_HIGH'
 
-    def __init__(self, checkpoint: str):
+    def __init__(self, checkpoint: str, load_at: str = 'before_run',
+                 allow_partial: bool = False):
+        if load_at not in LOAD_POINTS:
+            raise ValueError(
+                f'load_at must be one of {LOAD_POINTS}, got {load_at!r}')
         self.checkpoint = checkpoint
+        self.load_at = load_at
+        self.allow_partial = allow_partial
         self.loaded: Optional[int] = None
 
     def before_run(self, runner) -> None:
+        if self.load_at == 'before_run':
+            self.load(runner)
+
+    def before_train(self, runner) -> None:
+        if self.load_at == 'before_train':
+            self.load(runner)
+
+    def load(self, runner) -> None:
         """Read, map and load the weights; record the number of tensors."""
         model = runner.model.module if is_model_wrapper(
             runner.model) else runner.model
@@ -65,8 +93,23 @@ class CheckedCheckpointLoadHook(Hook):
             # checkpoint holds the task model's keys.
             model = model.module
         state = map_official_keys(model, read_checkpoint(self.checkpoint))
+        if self.allow_partial:
+            self._load_partial(runner, model, state)
+            return
         load_state_dict_checked(model, state, source=self.checkpoint)
         self.loaded = len(state)
         runner.logger.info(
             f'Loaded {self.loaded} tensors from {self.checkpoint} (all keys '
             'and shapes match the model).')
+
+    def _load_partial(self, runner, model, state) -> None:
+        own = model.state_dict()
+        fitting = {k: v for k, v in state.items()
+                   if k in own and tuple(v.shape) == tuple(own[k].shape)}
+        report = check_state_dict(model, state)
+        model.load_state_dict(fitting, strict=False)
+        self.loaded = len(fitting)
+        runner.logger.warning(
+            f'Partial load (allow_partial): {self.loaded} of {len(own)} model '
+            f'tensors loaded from {self.checkpoint}; the rest keep their '
+            f'initialisation.{report}')

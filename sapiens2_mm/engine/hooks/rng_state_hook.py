@@ -8,9 +8,18 @@ the Python, NumPy and torch (CPU and, when present, CUDA) generator states in
 
 Timing matters: on resume mmengine's ``IterBasedTrainLoop`` first pulls the
 already-trained batches through the data pipeline (drawing random numbers), so
-the states are restored just before the first *new* batch is fetched. This is
-exact for ``num_workers=0``; data-loader worker processes keep their own
-generators (seeded by mmengine per worker), which are not restored.
+the states are restored just before the first *new* batch is fetched.
+
+Data-loader workers (``num_workers > 0``) need no stored state: mmengine seeds
+worker ``i`` with ``seed + i`` (plus ``num_workers * rank``) whenever the
+loader starts them, and torch hands out the batches round-robin, so while
+the loop skips the trained batches every worker redraws exactly the numbers
+it drew in the uninterrupted run. The resumed run then continues both the
+workers' and the main process's streams exactly (tested with 0 and 2 workers
+in ``tests/test_engine/test_rng_state_hook.py``). This needs a fixed
+``randomness.seed`` (``configs/_base_/default_runtime.py`` sets 0): with
+``seed=None`` mmengine draws a new seed per start and builds the resumed
+run's workers with it before it reads the checkpoint's seed.
 """
 import random
 from typing import Optional

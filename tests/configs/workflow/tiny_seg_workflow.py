@@ -98,7 +98,7 @@ test_cfg = dict(type='TestLoop')
 
 default_hooks = dict(
     logger=dict(type='LoggerHook', interval=1),
-    checkpoint=dict(type='CheckpointHook', interval=3, by_epoch=False,
+    checkpoint=dict(type='AtomicCheckpointHook', interval=3, by_epoch=False,
                     max_keep_ckpts=3, save_last=True),
     visualization=dict(type='mmseg.SegVisualizationHook', draw=False))
 visualizer = dict(

@@ -1,0 +1,119 @@
+"""One training per work dir: a lock file recording who trains there.
+
+Two runs in one work dir overwrite each other's checkpoints, ``last_checkpoint``
+and config copy. ``tools/train.py`` takes ``<work dir>/.train.lock`` (created
+with ``O_EXCL``, so two starts cannot both win) and removes it when it exits.
+The file records pid, host, start time and command; a lock whose process is
+gone from this host is stale and taken over with a note. A lock from another
+host cannot be checked: the message says how to override it.
+"""
+import json
+import os
+import os.path as osp
+import socket
+import sys
+import time
+from typing import Optional
+
+LOCK_NAME = '.train.lock'
+
+
+class WorkDirLockedError(RuntimeError):
+    """Another training holds the work dir."""
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+class WorkDirLock:
+    """``<work_dir>/.train.lock`` held by this process.
+
+    Args:
+        work_dir: the training work dir (must exist).
+    """
+
+    def __init__(self, work_dir: str):
+        self.path = osp.join(work_dir, LOCK_NAME)
+        self.held = False
+
+    def _info(self) -> dict:
+        return dict(pid=os.getpid(), host=socket.gethostname(),
+                    started=time.strftime('%Y-%m-%d %H:%M:%S %Z'),
+                    command=' '.join(sys.argv))
+
+    def _create(self) -> bool:
+        try:
+            fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, 'w') as f:
+            json.dump(self._info(), f)
+        self.held = True
+        return True
+
+    def holder(self) -> Optional[dict]:
+        """The recorded holder; None if the lock is gone or unreadable."""
+        try:
+            with open(self.path) as f:
+                info = json.load(f)
+        except (OSError, ValueError):
+            return None
+        return info if isinstance(info, dict) else None
+
+    def acquire(self, force: bool = False) -> Optional[str]:
+        """Take the lock.
+
+        Args:
+            force: take it over even when another live process holds it.
+
+        Returns:
+            A note when a stale or forced lock was replaced, else None.
+
+        Raises:
+            WorkDirLockedError: held by a live process (or one on another host
+                that cannot be checked) and ``force`` is False.
+        """
+        if self._create():
+            return None
+        info = self.holder()
+        work_dir = osp.dirname(self.path)
+        here = socket.gethostname()
+        if info is None:
+            who = f'an unreadable lock file {self.path}'
+            stale = False
+        else:
+            who = (f'pid {info.get("pid")} on host {info.get("host")} '
+                   f'(started {info.get("started")}: {info.get("command")})')
+            pid = info.get('pid')
+            stale = (info.get('host') == here and isinstance(pid, int) and
+                     (pid == os.getpid() or not _process_alive(pid)))
+        if not (stale or force):
+            raise WorkDirLockedError(
+                f'The work dir {work_dir} is in use by another training: '
+                f'{who}. Two runs in one work dir overwrite each other\'s '
+                'checkpoints and config copy. Wait for it to finish, or train '
+                'into another --work-dir. If that run is gone (e.g. it ran on '
+                f'another machine), pass --ignore-lock or delete {self.path}.')
+        os.remove(self.path)
+        if not self._create():
+            raise WorkDirLockedError(
+                f'Another training took the lock {self.path} just now.')
+        reason = 'stale (that process is gone)' if stale else (
+            'taken over (--ignore-lock)')
+        return f'Lock of {who} was {reason}.'
+
+    def release(self) -> None:
+        """Remove the lock if this process holds it."""
+        if not self.held:
+            return
+        info = self.holder()
+        if info is not None and info.get('pid') == os.getpid():
+            os.remove(self.path)
+        self.held = False

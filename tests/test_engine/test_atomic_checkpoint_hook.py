@@ -1,0 +1,70 @@
+"""AtomicCheckpointHook: a save that fails half-way keeps the previous one."""
+import errno
+import os
+import os.path as osp
+
+import pytest
+import torch
+from mmengine.fileio.backends import LocalBackend
+
+from sapiens2_mm.utils.work_dir import checkpoint_problem, read_last_checkpoint
+
+from .toy_runner import toy_runner
+
+
+def _last(work_dir):
+    with open(osp.join(work_dir, 'last_checkpoint')) as f:
+        return f.read().strip()
+
+
+def _fail_third_save(monkeypatch, error):
+    """Make the third checkpoint write stop half-way through with ``error``."""
+    calls = []
+    real_put = LocalBackend.put
+
+    def put(self, obj, filepath):
+        calls.append(filepath)
+        if len(calls) < 3:
+            return real_put(self, obj, filepath)
+        with open(filepath, 'wb') as f:  # half the bytes reach the disk
+            f.write(obj[:len(obj) // 2])
+        raise error
+
+    monkeypatch.setattr(LocalBackend, 'put', put)
+
+
+@pytest.mark.parametrize('error', [
+    OSError(errno.ENOSPC, 'No space left on device'), KeyboardInterrupt()
+])
+def test_failed_save_keeps_previous_checkpoint(tmp_path, monkeypatch, error):
+    _fail_third_save(monkeypatch, error)
+    runner = toy_runner(tmp_path, max_iters=3,
+                        name=f'atomic_{type(error).__name__}')
+    with pytest.raises(type(error)):
+        runner.train()
+    # max_keep_ckpts=1: mmengine would have deleted iter_2 before the save
+    names = sorted(os.listdir(tmp_path))
+    assert 'iter_2.pth' in names and 'iter_3.pth' not in names, names
+    assert not [n for n in names if n.endswith('.part')], names
+    assert _last(tmp_path) == osp.join(str(tmp_path), 'iter_2.pth')
+    assert checkpoint_problem(_last(tmp_path)) is None
+    ckpt = torch.load(_last(tmp_path), map_location='cpu', weights_only=True)
+    assert ckpt['meta']['iter'] == 2
+    assert ckpt['message_hub']['runtime_info']['keep_ckpt_ids'] == [2]
+
+
+def test_successful_saves_keep_max_and_point_last(tmp_path):
+    runner = toy_runner(tmp_path, max_iters=3, name='atomic_ok',
+                        checkpoint=dict(max_keep_ckpts=2))
+    runner.train()
+    names = sorted(n for n in os.listdir(tmp_path) if n.endswith('.pth'))
+    assert names == ['iter_2.pth', 'iter_3.pth']
+    assert read_last_checkpoint(str(tmp_path)) == osp.join(
+        str(tmp_path), 'iter_3.pth')
+
+
+def test_misspelt_argument_refused_when_built():
+    from sapiens2_mm.engine.hooks import AtomicCheckpointHook
+    with pytest.raises(TypeError, match="'intervall' \\(did you mean "
+                       "'interval'\\?\\)"):
+        AtomicCheckpointHook(intervall=1)

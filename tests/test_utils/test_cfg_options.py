@@ -1,0 +1,96 @@
+"""--cfg-options: hook typos refused, variable overrides reach their copies,
+a new training length moves the scheduler."""
+import os.path as osp
+
+import pytest
+import torch
+from mmengine.config import Config
+
+from sapiens2_mm.utils.cfg_options import (
+    UnknownConfigKeyError,
+    apply_cfg_options,
+    find_unknown_cfg_options,
+)
+from tests.test_tools.workflow_utils import REPO_DIR, WORKFLOW_CFG
+
+POSE_TINY = osp.join(REPO_DIR, 'configs', 'pose',
+                     'sapiens2-tiny_1xb12-300_cocosample-128x96.py')
+POSE_SCHEDULE = osp.join(REPO_DIR, 'configs', '_base_', 'schedules',
+                         'pose_adamw-poly-10k.py')
+
+
+@pytest.mark.parametrize('hook_type', ['CheckpointHook', 'AtomicCheckpointHook'])
+def test_checkpoint_hook_typo_refused(hook_type):
+    """CheckpointHook takes **kwargs, which only reach save_checkpoint."""
+    from sapiens2_mm.utils import register_all_modules
+    register_all_modules(init_default_scope=False)
+    cfg = Config.fromfile(WORKFLOW_CFG)
+    cfg.default_hooks.checkpoint.type = hook_type
+    problems = find_unknown_cfg_options(cfg, {
+        'default_hooks.checkpoint.intervall': 1,
+        'default_hooks.checkpoint.save_best': 'mIoU',  # a real argument
+    })
+    assert list(problems) == ['default_hooks.checkpoint.intervall']
+    assert "'interval'" in problems['default_hooks.checkpoint.intervall']
+
+
+def test_pipeline_override_reaches_the_dataloader():
+    cfg = Config.fromfile(WORKFLOW_CFG)
+    assert cfg.train_dataloader.dataset.pipeline[2].prob == 0.5
+    notes = apply_cfg_options(cfg, {'train_pipeline.2.prob': 1.0})
+    assert cfg.train_dataloader.dataset.pipeline[2].prob == 1.0
+    assert cfg.train_pipeline[2].prob == 1.0
+    assert 'train_dataloader.dataset.pipeline' in notes[0]
+    # the test pipeline (another copy) is untouched
+    assert 'prob' not in str(cfg.test_dataloader.dataset.pipeline)
+
+
+def test_dict_variable_override_reaches_every_copy():
+    cfg = Config.fromfile(POSE_TINY)
+    apply_cfg_options(cfg, {'codec.sigma': 3.0})
+    assert cfg.model.head.decoder.sigma == 3.0
+    assert cfg.train_dataloader.dataset.pipeline[4].encoder.sigma == 3.0
+
+
+@pytest.mark.parametrize('key,hint', [('max_iters', 'train_cfg.max_iters'),
+                                      ('data_root', 'data_root'),
+                                      ('dataset.ann_file', 'no key')])
+def test_variable_override_that_changes_nothing_refused(key, hint):
+    cfg = Config.fromfile(POSE_TINY)
+    with pytest.raises(UnknownConfigKeyError, match='changes nothing') as err:
+        apply_cfg_options(cfg, {key: 5})
+    assert hint in str(err.value)
+
+
+def _lrs(param_scheduler, max_iters):
+    """The learning rate of each iteration, stepped by mmengine itself."""
+    from mmengine.optim.scheduler import LinearLR, PolyLR
+    param = torch.nn.Parameter(torch.zeros(1))
+    optim = torch.optim.SGD([param], lr=1.0)
+    types = dict(LinearLR=LinearLR, PolyLR=PolyLR)
+    scheds = [types[s['type']](optim, **{k: v for k, v in s.items()
+                                         if k != 'type'})
+              for s in param_scheduler]
+    lrs = []
+    for _ in range(max_iters):
+        lrs.append(optim.param_groups[0]['lr'])
+        for s in scheds:
+            s.step()
+    return lrs
+
+
+@pytest.mark.parametrize('new', [20000, 100, 3])
+def test_max_iters_moves_scheduler(new):
+    cfg = Config.fromfile(POSE_SCHEDULE)
+    notes = apply_cfg_options(cfg, {'train_cfg.max_iters': new})
+    assert cfg.train_cfg.max_iters == new
+    assert any('param_scheduler.1.end' in n for n in notes), notes
+    lrs = _lrs(cfg.param_scheduler, new)
+    # warmup from 1e-3, then a linear decay that reaches 0 exactly at the new
+    # last iteration (with the old end=10000 it would stop early or late)
+    assert lrs[0] == pytest.approx(1e-3)
+    if new > 500:
+        assert cfg.param_scheduler[0].end == 500  # warmup length kept
+        assert lrs[500] == pytest.approx(1.0)
+    assert lrs[-1] == 0.0 and lrs[-2] > 0.0
+    assert cfg.param_scheduler[0].end == cfg.param_scheduler[1].begin
