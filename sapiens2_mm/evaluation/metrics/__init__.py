@@ -1,3 +1,4 @@
 """Metrics, grouped by task."""
+from .dense import *  # noqa: F401,F403
 from .pose import *  # noqa: F401,F403
 from .seg import *  # noqa: F401,F403

@@ -1,0 +1,169 @@
+"""NormalMetric: known answers, extras, options and bad input."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from sapiens2_mm.evaluation.metrics.dense import NormalMetric, base_dense_metric
+
+from .test_dense_data import make_sample, random_unit, rotate_by
+
+
+def _run(samples, **kwargs):
+    metric = NormalMetric(**kwargs)
+    metric.process({}, samples)
+    return metric.evaluate(len(samples))
+
+
+def _case(gt, pred, name='a.png', mask=None, **kw):
+    if mask is None:
+        mask = torch.ones(gt.shape[-2:], dtype=torch.bool)
+    return make_sample(name, mask=mask, gt_normal=gt, pred_normal=pred, **kw)
+
+
+def test_perfect_prediction():
+    gt = random_unit((12, 10))
+    res = _run([_case(gt, gt * 2.5)])  # length does not matter
+    assert res['normal_mae'] < 0.05 and res['normal_rmse'] < 0.05
+    assert res['normal_median_deg'] == 0.25  # centre of the first bin
+    for key in ('within_5_0_deg', 'within_30_0_deg', 'extra/within_7_5_deg'):
+        assert res[key] == 100.0
+
+
+def test_known_rotation_gives_that_angle():
+    gt = random_unit((16, 12))
+    res = _run([_case(gt, rotate_by(gt, 10.2))])
+    for key in ('normal_mae', 'normal_rmse', 'extra/normal_median_exact_deg',
+                'extra/normal_mae_per_image'):
+        assert res[key] == pytest.approx(10.2, abs=2e-3), key
+    assert res['normal_median_deg'] == 10.25  # bin [10, 10.5)
+    assert res['within_5_0_deg'] == 0 and res['extra/within_7_5_deg'] == 0
+    assert res['within_11_25_deg'] == 100.0
+
+
+def test_hand_computed_two_images():
+    """Image A: 10 pixels at 4 deg; image B: 30 pixels at 20 deg."""
+    gt_a, gt_b = random_unit((2, 5), seed=3), random_unit((5, 6), seed=4)
+    res = _run([_case(gt_a, rotate_by(gt_a, 4.0), 'a'),
+                _case(gt_b, rotate_by(gt_b, 20.0), 'b')])
+    assert res['normal_mae'] == pytest.approx((10 * 4 + 30 * 20) / 40,
+                                              abs=1e-3)
+    assert res['normal_rmse'] == pytest.approx(
+        math.sqrt((10 * 16 + 30 * 400) / 40), abs=1e-3)
+    assert res['extra/normal_mae_per_image'] == pytest.approx(12.0, abs=1e-3)
+    assert res['within_5_0_deg'] == pytest.approx(25.0)
+    assert res['within_22_5_deg'] == pytest.approx(100.0)
+    assert res['extra/normal_median_exact_deg'] == pytest.approx(20.0,
+                                                                 abs=1e-3)
+    assert res['normal_median_deg'] == 20.25 or res[
+        'normal_median_deg'] == 19.75  # 20 deg lands on a bin edge
+
+
+def test_exact_median_even_count_and_histogram_median():
+    """Four pixels at 1, 2, 3, 40 deg: exact median 2.5, histogram 2.25."""
+    gt = random_unit((1, 4), seed=5)
+    pred = torch.cat([rotate_by(gt[:, :, i:i + 1], a, seed=i)
+                      for i, a in enumerate([1.0, 2.0, 3.0, 40.0])], dim=2)
+    res = _run([_case(gt, pred)])
+    assert res['extra/normal_median_exact_deg'] == pytest.approx(2.5,
+                                                                 abs=1e-3)
+    # CDF reaches N/2 = 2 in the bin of 2 deg, [2, 2.5) (or [1.5, 2))
+    assert res['normal_median_deg'] in (1.75, 2.25)
+    assert 'extra/normal_median_exact_deg' not in _run(
+        [_case(gt, pred)], exact_median=False)
+
+
+def test_mask_restricts_pixels():
+    gt = random_unit((6, 6))
+    pred = rotate_by(gt, 30.5)
+    mask = torch.zeros(6, 6, dtype=torch.bool)
+    mask[:3] = True
+    pred[:, :3] = rotate_by(gt[:, :3], 3.0)
+    res = _run([_case(gt, pred, mask=mask)])
+    assert res['normal_mae'] == pytest.approx(3.0, abs=1e-3)
+
+
+def test_non_unit_and_zero_gt_normals():
+    """GT length is ignored; zero GT vectors in the mask are left out."""
+    gt = random_unit((4, 5))
+    pred = rotate_by(gt, 8.0)
+    scaled = gt * torch.linspace(0.5, 3.0, 20).view(1, 4, 5)
+    base = _run([_case(gt, pred)])
+    assert _run([_case(scaled, pred)])['normal_mae'] == pytest.approx(
+        base['normal_mae'], abs=1e-4)
+    holed = gt.clone()
+    holed[:, 0, 0] = 0.0
+    pred_bad = pred.clone()
+    pred_bad[:, 0, 0] = torch.tensor([0.0, 0.0, 1.0])
+    res = _run([_case(holed, pred_bad)])
+    assert res['normal_mae'] == pytest.approx(8.0, abs=1e-3)
+
+
+def test_accepts_data_sample_objects():
+    gt = random_unit((5, 4))
+    obj = _case(gt, rotate_by(gt, 6.0), as_dict=False)
+    assert _run([obj])['normal_mae'] == pytest.approx(6.0, abs=1e-3)
+
+
+def test_duplicates_skipped_by_default_counted_officially():
+    gt = random_unit((3, 3))
+    a = _case(gt, rotate_by(gt, 2.0), 'same.png')
+    b = _case(gt, rotate_by(gt, 20.0), 'other.png')
+    assert _run([a, b, a])['normal_mae'] == pytest.approx(11.0, abs=1e-3)
+    assert _run([a, b, a], duplicate_samples='official')['normal_mae'] == \
+        pytest.approx(8.0, abs=1e-3)
+
+
+def test_letterboxed_prediction_crop_padding():
+    """A prediction with letterbox padding: crop_padding recovers it."""
+    gt = random_unit((8, 6))
+    pred = rotate_by(gt, 12.0)
+    padded = torch.zeros(3, 8, 10)  # 2 px of padding left and right
+    padded[2] = 1.0
+    padded[:, :, 2:8] = pred
+    case = _case(gt, padded, meta=dict(padding_size=(2, 2, 0, 0)))
+    res = _run([case], pred_resize='crop_padding')
+    assert res['normal_mae'] == pytest.approx(12.0, abs=1e-3)
+    official = _run([case], pred_resize='official')
+    assert abs(official['normal_mae'] - 12.0) > 1.0
+    with pytest.raises(ValueError, match=r'img\.png.*pred_normal is \(8, 10\)'):
+        _run([_case(gt, padded, 'img.png')])
+
+
+def test_bad_input_errors_name_the_sample():
+    gt = random_unit((4, 4))
+    with pytest.raises(ValueError, match=r'bad\.png: gt_mask has shape'):
+        _run([_case(gt, gt, 'bad.png', mask=torch.ones(5, 4))])
+    with pytest.raises(ValueError, match=r'bad\.png: pred_normal must have 3'):
+        _run([_case(gt, gt[:2], 'bad.png')])
+    with pytest.raises(KeyError, match=r'bad\.png.*pred_normal'):
+        _run([make_sample('bad.png', gt_normal=gt)])
+
+
+def test_empty_mask_skipped_and_counted(monkeypatch):
+    messages = []
+    monkeypatch.setattr(base_dense_metric, 'print_log',
+                        lambda msg, **kw: messages.append(msg))
+    gt = random_unit((4, 4))
+    empty = _case(gt, gt, 'empty.png', mask=torch.zeros(4, 4))
+    good = _case(gt, rotate_by(gt, 5.5), 'good.png')
+    res = _run([empty, good])
+    assert res['normal_mae'] == pytest.approx(5.5, abs=1e-3)
+    assert messages == ["NormalMetric: skipped 1 sample(s) without a valid "
+                        "pixel: ['empty.png']"]
+    with pytest.raises(ValueError, match='empty.png'):
+        _run([empty, good], empty_mask='error')
+    with pytest.raises(ValueError, match='no sample to evaluate'):
+        _run([empty])
+
+
+def test_official_resize_equals_bilinear_interpolation():
+    gt = random_unit((8, 6))
+    small = rotate_by(random_unit((4, 3), seed=9), 1.0)
+    big = torch.nn.functional.interpolate(small[None], size=(8, 6),
+                                          mode='bilinear',
+                                          align_corners=False)[0]
+    a = _run([_case(gt, small)], pred_resize='official')
+    b = _run([_case(gt, big)])
+    np.testing.assert_allclose(a['normal_mae'], b['normal_mae'], rtol=1e-6)
