@@ -1,0 +1,10 @@
+"""Dense-task datasets (normal, pointmap, albedo), transforms and the
+procedural scene generator."""
+from .albedo_dataset import AlbedoDataset
+from .base_dense_dataset import BaseDenseDataset
+from .normal_dataset import NormalDataset
+from .pointmap_dataset import PointmapDataset
+from .transforms import *  # noqa: F401,F403
+
+__all__ = ['AlbedoDataset', 'BaseDenseDataset', 'NormalDataset',
+           'PointmapDataset']

@@ -1,0 +1,15 @@
+"""Albedo dataset: rgb/, mask/, albedo/ (sRGB PNG)."""
+from sapiens2_mm.registry import DATASETS
+
+from .base_dense_dataset import BaseDenseDataset
+
+
+@DATASETS.register_module()
+class AlbedoDataset(BaseDenseDataset):
+    """``rgb/<name>.png|.jpg``, ``mask/<name>.png`` and
+    ``albedo/<name>.png`` (sRGB; the target is RGB / 255 in [0, 1]). See
+    :class:`BaseDenseDataset`."""
+
+    TARGETS = dict(mask_path=('mask', ('.png',), 'mask'),
+                   albedo_path=('albedo', ('.png',), 'albedo'))
+    METAINFO = dict(task='albedo')

@@ -1,0 +1,253 @@
+"""Geometric transforms of the dense tasks: image, target fields and camera.
+
+Each one moves ``img``, every target field present (see ``fields.py``) and
+the intrinsics ``cam_K`` / ``gt_cam_K`` together, so a 3-D point projected
+with the updated intrinsics lands on the pixel the image moved it to. The
+official normal, pointmap and albedo variants differ only in the keys they
+touch; one transform per operation serves the three tasks here.
+"""
+import math
+from typing import Optional, Sequence, Tuple
+
+import cv2
+import numpy as np
+from mmcv.transforms import BaseTransform
+
+from sapiens2_mm.registry import TRANSFORMS
+
+from .fields import (
+    check_pixel_convention,
+    flip_extrinsics,
+    flip_field,
+    flip_intrinsics,
+    pad_field,
+    present_fields,
+    resize_field,
+    scale_intrinsics,
+    shift_intrinsics,
+    update_cameras,
+)
+
+
+def _check_range(name: str, value: Sequence[float]) -> Tuple[float, float]:
+    lo, hi = (float(v) for v in value)
+    if not 0 < lo <= hi:
+        raise ValueError(f'{name} must satisfy 0 < min <= max, got {value}.')
+    return lo, hi
+
+
+def _resize_all(results: dict, new_w: int, new_h: int, convention: str,
+                nominal: float, targets: bool = True) -> Tuple[float, float]:
+    """Resize image (bilinear) and, if ``targets``, every target field to
+    (new_w, new_h); update the intrinsics. Returns the actual (sx, sy).
+
+    The ``'center'`` convention scales the intrinsics by the actual size
+    ratios; ``'official'`` by the ``nominal`` factor on both axes."""
+    h, w = results['img'].shape[:2]
+    sx, sy = new_w / w, new_h / h
+    results['img'] = cv2.resize(results['img'], (new_w, new_h),
+                                interpolation=cv2.INTER_LINEAR)
+    if targets:
+        for key in present_fields(results):
+            results[key] = resize_field(key, results[key], (new_w, new_h),
+                                        convention)
+    kx, ky = (sx, sy) if convention == 'center' else (nominal, nominal)
+    update_cameras(results, lambda K: scale_intrinsics(K, kx, ky, convention),
+                   targets_moved=targets)
+    results['img_shape'] = (new_h, new_w)
+    return sx, sy
+
+
+@TRANSFORMS.register_module()
+class DenseRandomScale(BaseTransform):
+    """Rescale by a factor drawn uniformly from ``scale_range`` with
+    probability ``prob`` (official ``{Normal,Pointmap,Albedo}RandomScale``).
+
+    The new size is ``round(w * s)`` x ``round(h * s)``; the image is
+    resized bilinearly, albedo bilinearly, the other targets nearest.
+
+    Args:
+        scale_range: (min, max) factor (0.5, 2.0).
+        prob: probability of rescaling (0.3 in the official configs).
+        pixel_convention: ``'center'`` or ``'official'`` (see fields.py).
+
+    Modified keys: ``img``, ``img_shape``, target fields, ``cam_K``,
+    ``gt_cam_K``.
+    """
+
+    def __init__(self, scale_range: Sequence[float] = (0.5, 2.0),
+                 prob: float = 0.3, pixel_convention: str = 'center') -> None:
+        self.scale_range = _check_range('scale_range', scale_range)
+        self.prob = prob
+        self.pixel_convention = check_pixel_convention(pixel_convention)
+
+    def transform(self, results: dict) -> dict:
+        if np.random.rand() >= self.prob:
+            return results
+        s = np.random.uniform(*self.scale_range)
+        h, w = results['img'].shape[:2]
+        new_w, new_h = max(int(round(w * s)), 1), max(int(round(h * s)), 1)
+        _resize_all(results, new_w, new_h, self.pixel_convention, s)
+        return results
+
+
+@TRANSFORMS.register_module()
+class DenseRandomCropContinuous(BaseTransform):
+    """Crop a box of random aspect ratio and area with probability ``prob``
+    (official ``*RandomCropContinuous``).
+
+    Up to ``num_attempts`` draws of aspect ratio w/h from ``ar_range`` and
+    area fraction from ``area_range``; the first box that fits is used, none
+    fitting leaves the sample unchanged. The offset is drawn from
+    [0, margin] (the official ``random.randint(0, margin + 1)`` can reach
+    margin + 1 and then crops one pixel less).
+
+    Args:
+        ar_range: (min, max) width / height of the crop (0.5, 2.0).
+        area_range: (min, max) crop area / image area (0.4, 1.0).
+        num_attempts: draws before giving up (8).
+        prob: probability of cropping (0.3).
+
+    Modified keys: ``img``, ``img_shape``, target fields, ``cam_K``,
+    ``gt_cam_K`` (the principal point moves by the crop offset).
+    """
+
+    def __init__(self, ar_range: Sequence[float] = (0.5, 2.0),
+                 area_range: Sequence[float] = (0.4, 1.0),
+                 num_attempts: int = 8, prob: float = 0.3) -> None:
+        self.ar_range = _check_range('ar_range', ar_range)
+        self.area_range = _check_range('area_range', area_range)
+        if self.area_range[1] > 1:
+            raise ValueError(f'area_range max must be <= 1, got {area_range}.')
+        self.num_attempts = num_attempts
+        self.prob = prob
+
+    def _draw_box(self, h: int, w: int) -> Optional[Tuple[int, int, int, int]]:
+        for _ in range(self.num_attempts):
+            ar = np.random.uniform(*self.ar_range)
+            area = np.random.uniform(*self.area_range) * h * w
+            crop_h = math.sqrt(area / ar)
+            crop_w = ar * crop_h
+            if crop_w <= w and crop_h <= h:
+                crop_h = max(min(int(round(crop_h)), h), 1)
+                crop_w = max(min(int(round(crop_w)), w), 1)
+                y1 = np.random.randint(0, h - crop_h + 1)
+                x1 = np.random.randint(0, w - crop_w + 1)
+                return y1, y1 + crop_h, x1, x1 + crop_w
+        return None
+
+    def transform(self, results: dict) -> dict:
+        if np.random.rand() >= self.prob:
+            return results
+        h, w = results['img'].shape[:2]
+        box = self._draw_box(h, w)
+        if box is None:
+            return results
+        y1, y2, x1, x2 = box
+        results['img'] = results['img'][y1:y2, x1:x2]
+        for key in present_fields(results):
+            results[key] = results[key][y1:y2, x1:x2]
+        update_cameras(results, lambda K: shift_intrinsics(K, -x1, -y1))
+        results['img_shape'] = (y2 - y1, x2 - x1)
+        return results
+
+
+@TRANSFORMS.register_module()
+class DenseRandomFlip(BaseTransform):
+    """Horizontal flip with probability ``prob`` (official ``*RandomFlip``).
+
+    Normals and pointmaps negate x, ``cx -> W - 1 - cx`` and the first row of
+    the world-to-camera extrinsics ``cam_extrinsics`` is negated (the camera
+    x axis changes sign). Sets ``flip`` and ``flip_direction``.
+
+    Args:
+        prob: probability of flipping (0.3).
+    """
+
+    def __init__(self, prob: float = 0.3) -> None:
+        self.prob = prob
+
+    def transform(self, results: dict) -> dict:
+        flip = bool(np.random.rand() < self.prob)
+        results['flip'] = flip
+        results['flip_direction'] = 'horizontal' if flip else None
+        if not flip:
+            return results
+        width = results['img'].shape[1]
+        results['img'] = np.ascontiguousarray(results['img'][:, ::-1])
+        for key in present_fields(results):
+            results[key] = flip_field(key, results[key])
+        update_cameras(results, lambda K: flip_intrinsics(K, width))
+        if results.get('cam_extrinsics') is not None:
+            results['cam_extrinsics'] = flip_extrinsics(
+                results['cam_extrinsics'])
+        return results
+
+
+@TRANSFORMS.register_module()
+class DenseResizePad(BaseTransform):
+    """Aspect-preserving resize into (height, width) and a centred letterbox
+    (official ``*Resize`` in training, ``*ResizePadImage`` at test time).
+
+    The factor is ``r = min(width / w, height / h)``; the resized size is
+    ``round(w * r)`` (``size_rounding='round'``, official training) or
+    ``int(w * r)`` (``'floor'``, official test). Padding is split with
+    ``left = pad // 2``, ``top = pad // 2`` and recorded as
+    ``padding_size = (left, right, top, bottom)``. The image is resized
+    bilinearly and padded with ``pad_val``; target fields (albedo bilinear,
+    the rest nearest) are padded with 0 (mask False).
+
+    With ``resize_targets=False`` (validation / test) only the image moves:
+    the targets keep the original size for evaluation there, ``cam_K``
+    follows the image and ``gt_cam_K`` keeps the targets' intrinsics. The
+    official validation pipelines use round() and record no padding; here
+    validation and test share the test transform, so predictions can be
+    un-letterboxed exactly.
+
+    Args:
+        height: output height (1024).
+        width: output width (768).
+        size_rounding: ``'round'`` or ``'floor'``.
+        resize_targets: resize and pad the target fields too.
+        pad_val: image padding value (0).
+        pixel_convention: ``'center'`` or ``'official'`` (see fields.py).
+
+    Modified keys: ``img``, ``img_shape``, ``padding_size``,
+    ``scale_factor`` ((sx, sy) of this resize), ``keep_ratio``, target
+    fields, ``cam_K``, ``gt_cam_K``.
+    """
+
+    def __init__(self, height: int = 1024, width: int = 768,
+                 size_rounding: str = 'round', resize_targets: bool = True,
+                 pad_val: float = 0, pixel_convention: str = 'center') -> None:
+        if size_rounding not in ('round', 'floor'):
+            raise ValueError(f"size_rounding must be 'round' or 'floor', got "
+                             f'{size_rounding!r}.')
+        self.height, self.width = height, width
+        self.size_rounding = size_rounding
+        self.resize_targets = resize_targets
+        self.pad_val = pad_val
+        self.pixel_convention = check_pixel_convention(pixel_convention)
+
+    def transform(self, results: dict) -> dict:
+        h, w = results['img'].shape[:2]
+        r = min(self.width / w, self.height / h)
+        rnd = round if self.size_rounding == 'round' else math.floor
+        new_w = min(max(int(rnd(w * r)), 1), self.width)
+        new_h = min(max(int(rnd(h * r)), 1), self.height)
+        sx, sy = _resize_all(results, new_w, new_h, self.pixel_convention,
+                             r, targets=self.resize_targets)
+        left, top = (self.width - new_w) // 2, (self.height - new_h) // 2
+        padding = (left, self.width - new_w - left, top,
+                   self.height - new_h - top)
+        results['img'] = pad_field(results['img'], padding, self.pad_val)
+        if self.resize_targets:
+            for key in present_fields(results):
+                results[key] = pad_field(results[key], padding, 0)
+        update_cameras(results, lambda K: shift_intrinsics(K, left, top),
+                       targets_moved=self.resize_targets)
+        results['img_shape'] = (self.height, self.width)
+        results['padding_size'] = padding
+        results['scale_factor'] = (sx, sy)
+        results['keep_ratio'] = True
+        return results
