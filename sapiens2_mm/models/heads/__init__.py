@@ -1,3 +1,4 @@
 """Task heads. Importing this imports mmpose / mmseg (the backbone does not)."""
 from .pose import *  # noqa: F401,F403
 from .seg import *  # noqa: F401,F403
+from .selfsup import *  # noqa: F401,F403
