@@ -1,4 +1,5 @@
 """Datasets and their transforms, grouped by task."""
 from .pose import *  # noqa: F401,F403
+from .pretrain import *  # noqa: F401,F403
 from .seg import *  # noqa: F401,F403
 from .transforms import *  # noqa: F401,F403
