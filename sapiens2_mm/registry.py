@@ -30,7 +30,8 @@ SCOPE = 'sapiens2_mm'
 # heads and losses are imported when a model is first built from a config.
 MODEL_LOCATIONS = [
     'sapiens2_mm.models', 'sapiens2_mm.models.heads',
-    'sapiens2_mm.models.losses', 'sapiens2_mm.models.estimators'
+    'sapiens2_mm.models.losses', 'sapiens2_mm.models.estimators',
+    'sapiens2_mm.models.necks', 'sapiens2_mm.models.selfsup'
 ]
 
 MODELS = Registry(

@@ -10,7 +10,8 @@ ALL_MODULES = (
     'sapiens2_mm.models', 'sapiens2_mm.models.heads',
     'sapiens2_mm.models.losses', 'sapiens2_mm.models.estimators',
     'sapiens2_mm.codecs', 'sapiens2_mm.datasets', 'sapiens2_mm.evaluation',
-    'sapiens2_mm.engine', 'sapiens2_mm.visualization', 'sapiens2_mm.apis')
+    'sapiens2_mm.engine', 'sapiens2_mm.visualization', 'sapiens2_mm.apis',
+    'sapiens2_mm.models.necks', 'sapiens2_mm.models.selfsup')
 
 
 def register_all_modules(init_default_scope: bool = True) -> None:

@@ -22,6 +22,13 @@ from ..layers import (
     WindowTokenizer,
     build_rms_norm,
 )
+from ..layers.patch_masking import (
+    PatchMask,
+    gather_rope,
+    gather_tokens,
+    ids_keep_from_mask,
+    random_patch_mask,
+)
 from .arch_zoo import num_kv_heads_of_block, resolve_arch
 
 OUT_TYPES = ('raw', 'cls_token', 'featmap')
@@ -218,6 +225,29 @@ class Sapiens2(BaseModule):
         """Pixels per output token: patch size (x window size with tokenizer)."""
         return self.patch_size * (self.window_size if self.use_tokenizer else 1)
 
+    def encoder_grid(self, height: int, width: int) -> Tuple[int, int]:
+        """(h, w) token grid the blocks see for an H x W input."""
+        return height // self.stride, width // self.stride
+
+    def random_mask(self, x: torch.Tensor, mask_ratio: float,
+                    generator: Optional[torch.Generator] = None) -> PatchMask:
+        """Draw a per-sample random mask over the encoder grid of ``x``.
+
+        With the tokenizer the grid is the window grid, so whole 4x4-patch
+        windows are hidden (window-level masking).
+
+        Args:
+            x: (B, C, H, W) batch (only its shape and device are used).
+            mask_ratio: fraction in [0, 1) of grid tokens to hide.
+            generator: optional RNG.
+
+        Returns:
+            :class:`PatchMask` with K = floor(N * (1 - mask_ratio)) kept.
+        """
+        h, w = self.encoder_grid(*x.shape[-2:])
+        return random_patch_mask(x.shape[0], h * w, mask_ratio,
+                                 device=x.device, generator=generator)
+
     # -------------------------------------------------------- init and freeze
     def init_weights(self) -> None:
         """Official initialisation, or a checked load of ``init_cfg``'s file.
@@ -317,27 +347,89 @@ class Sapiens2(BaseModule):
         return patches.reshape(x.shape[0], grid[0], grid[1],
                                -1).permute(0, 3, 1, 2).contiguous()
 
-    def forward(self, x: torch.Tensor) -> Tuple[torch.Tensor, ...]:
-        """Extract features.
+    def _check_ids_keep(self, ids_keep: torch.Tensor, batch: int,
+                        num_patches: int) -> None:
+        if (ids_keep.dim() != 2 or ids_keep.shape[0] != batch
+                or ids_keep.dtype != torch.long):
+            raise ValueError(
+                f'ids_keep must be a (B={batch}, K) long tensor of grid '
+                f'indices, got {tuple(ids_keep.shape)} {ids_keep.dtype}')
+        if ids_keep.numel() and (ids_keep.min() < 0
+                                 or ids_keep.max() >= num_patches):
+            raise ValueError(
+                f'ids_keep holds indices outside [0, {num_patches}) of the '
+                f'{num_patches}-token grid.')
+
+    def prepare_tokens(
+        self,
+        x: torch.Tensor,
+        mask: Optional[torch.Tensor] = None,
+        ids_keep: Optional[torch.Tensor] = None,
+    ) -> Tuple[torch.Tensor, Tuple[torch.Tensor, torch.Tensor], Tuple[int,
+                                                                     int]]:
+        """Embed patches, drop masked ones, prepend CLS + storage tokens.
 
         Args:
-            x: (B, in_channels, H, W) normalised images, H and W divisible by
-                ``stride``.
+            x: (B, in_channels, H, W) normalised images.
+            mask: optional (B, N) bool over the encoder grid, True = hidden;
+                every row hides the same number of patches.
+            ids_keep: optional (B, K) long grid indices (row-major) of the
+                tokens to encode, in this order; overrides ``mask``. The grid
+                is the patch grid, or with the tokenizer the window grid
+                (window-level masking: hidden windows are never tokenized).
 
         Returns:
-            One tensor per ``out_indices`` entry, shaped by ``out_type``:
-            raw (B, 9 + h*w, C), cls_token (B, C) or featmap (B, C, h, w) with
-            (h, w) = (H, W) / stride.
+            tokens (B, 9 + K, C) (K = N unmasked), RoPE (sin, cos) tables
+            ((N, D) unmasked, else (B, 1, K, D) rows of the full-grid table at
+            the kept positions) and the encoder grid (h, w).
         """
         self._check_input(x)
+        if ids_keep is None and mask is not None:
+            ids_keep = ids_keep_from_mask(mask)
         tokens, grid = self.patch_embed(x)
         if self.use_tokenizer:
-            tokens, grid = self.tokenizer(tokens, grid)
+            if ids_keep is not None:
+                gh, gw = (grid[0] // self.window_size,
+                          grid[1] // self.window_size)
+                self._check_ids_keep(ids_keep, tokens.shape[0], gh * gw)
+            tokens, grid = self.tokenizer(tokens, grid, ids_keep=ids_keep)
+        elif ids_keep is not None:
+            self._check_ids_keep(ids_keep, tokens.shape[0],
+                                 grid[0] * grid[1])
+            tokens = gather_tokens(tokens, ids_keep)
         batch = tokens.shape[0]
         x = torch.cat((self.cls_token.expand(batch, -1, -1),
                        self.storage_tokens.expand(batch, -1, -1), tokens),
                       dim=1)
         rope = self.rope_embed(*grid)
+        if ids_keep is not None:
+            rope = gather_rope(rope, ids_keep)
+        return x, rope, grid
+
+    def forward(self, x: torch.Tensor, mask: Optional[torch.Tensor] = None,
+                ids_keep: Optional[torch.Tensor] = None
+                ) -> Tuple[torch.Tensor, ...]:
+        """Extract features, optionally of the visible patches only.
+
+        Args:
+            x: (B, in_channels, H, W) normalised images, H and W divisible by
+                ``stride``.
+            mask: optional (B, N) bool, True = patch hidden from the encoder
+                (see :meth:`prepare_tokens`).
+            ids_keep: optional (B, K) long kept grid indices (overrides mask).
+
+        Returns:
+            One tensor per ``out_indices`` entry, shaped by ``out_type``:
+            raw (B, 9 + h*w, C), cls_token (B, C) or featmap (B, C, h, w) with
+            (h, w) = (H, W) / stride. Masked: raw is (B, 9 + K, C) with the
+            kept tokens in ``ids_keep`` order; featmap is refused.
+        """
+        if (mask is not None or ids_keep is not None) and (self.out_type
+                                                           == 'featmap'):
+            raise ValueError(
+                'out_type="featmap" needs every patch; a masked forward keeps '
+                'only some. Use out_type="raw" (B, 9 + K, C) or "cls_token".')
+        x, rope, grid = self.prepare_tokens(x, mask=mask, ids_keep=ids_keep)
         outs = []
         for index, block in enumerate(self.blocks):
             if self.with_cp and self.training and torch.is_grad_enabled():

@@ -2,3 +2,4 @@
 from .dense import *  # noqa: F401,F403
 from .pose import *  # noqa: F401,F403
 from .seg import *  # noqa: F401,F403
+from .selfsup import *  # noqa: F401,F403

@@ -1,5 +1,5 @@
 """Windowed tokenizer stem of the Sapiens2 4K model."""
-from typing import Tuple
+from typing import Optional, Tuple
 
 import torch
 from torch import nn
@@ -52,22 +52,34 @@ class WindowTokenizer(nn.Module):
             x = block(x)
         return x[:, 0]
 
-    def forward(self, x: torch.Tensor,
-                grid: Tuple[int, int]) -> Tuple[torch.Tensor, Tuple[int, int]]:
+    def forward(self, x: torch.Tensor, grid: Tuple[int, int],
+                ids_keep: Optional[torch.Tensor] = None
+                ) -> Tuple[torch.Tensor, Tuple[int, int]]:
         """Tokenize.
 
         Args:
             x: (B, h*w, C) patch tokens, row-major over the (h, w) grid.
             grid: (h, w), both divisible by ``window_size``.
+            ids_keep: optional (B, K) long indices into the window grid
+                (row-major): only these windows are pooled, in this order
+                (window-level masking; each window is pooled independently,
+                so this equals pooling all and gathering K).
 
         Returns:
-            (B, h/ws * w/ws, C) window tokens, row-major, and their grid.
+            (B, G, C) window tokens with G = h/ws * w/ws (row-major), or
+            (B, K, C) with ``ids_keep``, and the window grid (h/ws, w/ws).
         """
         (h, w), ws = grid, self.window_size
         batch, _, channels = x.shape
         gh, gw = h // ws, w // ws
         windows = x.reshape(batch, gh, ws, gw, ws, channels).permute(
-            0, 1, 3, 2, 4, 5).reshape(batch * gh * gw, ws * ws, channels)
+            0, 1, 3, 2, 4, 5).reshape(batch, gh * gw, ws * ws * channels)
+        if ids_keep is not None:
+            windows = torch.gather(
+                windows, 1,
+                ids_keep[..., None].expand(-1, -1, windows.shape[-1]))
+        count = windows.shape[1]
+        windows = windows.reshape(batch * count, ws * ws, channels)
         pooled = []
         for chunk in windows.split(self.chunk_size):
             if self.with_cp and self.training and torch.is_grad_enabled():
@@ -75,4 +87,4 @@ class WindowTokenizer(nn.Module):
                     checkpoint(self._pool_windows, chunk, use_reentrant=False))
             else:
                 pooled.append(self._pool_windows(chunk))
-        return torch.cat(pooled).reshape(batch, gh * gw, channels), (gh, gw)
+        return torch.cat(pooled).reshape(batch, count, channels), (gh, gw)

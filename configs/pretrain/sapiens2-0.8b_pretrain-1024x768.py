@@ -1,0 +1,13 @@
+# Sapiens2-0.8b pretraining at 1024x768 on an image folder (set data_root).
+#   tools/dist_train.sh configs/pretrain/sapiens2-0.8b_pretrain-1024x768.py 8
+_base_ = [
+    '../_base_/default_runtime.py',
+    './_base_/sapiens2-pretrain.py',
+    '../_base_/datasets/pretrain_image_folder-1024x768.py',
+    '../_base_/schedules/pretrain_adamw-cosine.py',
+]
+model = dict(
+    backbone=dict(arch='sapiens2_0.8b'),
+    neck=dict(in_channels=1280),
+    dino_head=dict(in_channels=1280))
+optim_wrapper = dict(paramwise_cfg=dict(num_layers=32))

@@ -1,0 +1,62 @@
+"""EMA teacher with the momentum written in DINO's convention.
+
+DINO's teacher momentum m is the weight of the *teacher*:
+``teacher <- m * teacher + (1 - m) * student``. mmengine's
+``ExponentialMovingAverage.momentum`` is the weight of the *student*, so
+``mmengine_momentum = 1 - m`` (DINO's 0.996 is mmengine's 0.004).
+"""
+import torch
+from mmengine.model import ExponentialMovingAverage
+from torch import nn
+
+
+def check_teacher_momentum(value: float) -> float:
+    """Return ``value`` as a float, raising unless it lies in [0, 1]."""
+    value = float(value)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(
+            f'teacher momentum (DINO convention: the teacher\'s weight in '
+            f'teacher <- m * teacher + (1 - m) * student) must be in [0, 1], '
+            f'got {value}. Typical: 0.992 -> 1.0 (DINOv2), 0.994 (DINOv3).')
+    return value
+
+
+class TeacherEMA(ExponentialMovingAverage):
+    """mmengine EMA whose schedule is set as ``teacher_momentum`` (DINO's m).
+
+    The averaged copy lives in ``module`` with ``requires_grad=False``; it is a
+    submodule of the algorithm, so it is saved in checkpoints, restored on
+    resume and moved with the model, and optimizer constructors that skip
+    frozen parameters never see it. The first :meth:`update_parameters` call
+    copies the student (mmengine's ``steps == 0`` rule): the teacher starts as
+    the initialised student.
+
+    Args:
+        model: the student parts to average.
+        teacher_momentum: DINO-convention m in [0, 1].
+    """
+
+    def __init__(self, model: nn.Module, teacher_momentum: float = 0.992):
+        check_teacher_momentum(teacher_momentum)
+        # mmengine asserts 0 < momentum < 1 at construction only; the value
+        # is replaced right away and may reach 0 (m = 1) later.
+        super().__init__(model, momentum=0.5)
+        self.teacher_momentum = teacher_momentum
+
+    @property
+    def teacher_momentum(self) -> float:
+        """DINO's m = 1 - mmengine's ``momentum``."""
+        return 1.0 - self.momentum
+
+    @teacher_momentum.setter
+    def teacher_momentum(self, value: float) -> None:
+        self.momentum = 1.0 - check_teacher_momentum(value)
+
+    def train(self, mode: bool = True):
+        """The teacher always runs in eval mode (no dropout; frozen stats)."""
+        return super().train(False)
+
+    @torch.no_grad()
+    def forward(self, *args, **kwargs):
+        """Forward of the averaged copy, without autograd."""
+        return self.module(*args, **kwargs)
