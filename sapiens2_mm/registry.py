@@ -81,6 +81,12 @@ VISBACKENDS = Registry(
     'vis_backend', parent=MMENGINE_VISBACKENDS, scope=SCOPE,
     locations=['sapiens2_mm.visualization'])
 
+# One description per task (config recognition, dataset meta, checkpoint keys,
+# inferencer, writers, visualiser, show hook) for init_model, tools/infer.py and
+# tools/test.py. mmengine has no root for these, so this node has no parent and
+# is not part of ALL_REGISTRIES.
+TASKS = Registry('task', scope=SCOPE, locations=['sapiens2_mm.apis.tasks'])
+
 ALL_REGISTRIES = (
     MODELS, DATASETS, DATA_SAMPLERS, TRANSFORMS, METRICS, EVALUATOR,
     TASK_UTILS, HOOKS, LOOPS, OPTIMIZERS, OPTIM_WRAPPERS,

@@ -88,55 +88,23 @@ def add_dump(cfg: Config, out: str) -> None:
     cfg.test_evaluator = metrics
 
 
-def _visualization_hooks(cfg: Config) -> list:
-    hooks = [h for h in (cfg.get('default_hooks') or {}).values()
-             if isinstance(h, dict)]
-    hooks += list(cfg.get('custom_hooks') or [])
-    return [h for h in hooks if 'Visualization' in str(h.get('type'))]
+def enable_show_dir(cfg: Config, show_dir: str) -> str:
+    """Switch the task's visualisation hook on, writing under ``show_dir``.
 
+    The config's task (its registered description) knows its hook: pose uses
+    mmpose's PoseVisualizationHook (``show_dir/<image>``), seg mmseg's
+    SegVisualizationHook (``show_dir/vis_data/vis_image/<image>``). A config
+    without a visualisation hook gets the task's default one.
 
-# Added when a config has no visualisation set-up of its own.
-DEFAULT_SHOW = {
-    'mmpose': (dict(type='mmpose.PoseVisualizationHook'),
-               dict(type='mmpose.PoseLocalVisualizer',
-                    vis_backends=[dict(type='LocalVisBackend')])),
-    'mmseg': (dict(type='mmseg.SegVisualizationHook'),
-              dict(type='mmseg.SegLocalVisualizer',
-                   alpha=0.5, vis_backends=[dict(type='LocalVisBackend')])),
-}
-
-
-def _task_of(cfg: Config) -> str:
-    if 'decode_head' in cfg.model or 'mmseg' in str(cfg.model.get('type')):
-        return 'mmseg'
-    return 'mmpose'
-
-
-def enable_show_dir(cfg: Config, show_dir: str) -> None:
-    """Switch the task's visualisation hook on and point it at ``show_dir``.
-
-    mmpose's PoseVisualizationHook takes ``enable``/``out_dir`` and writes the
-    files itself; mmseg's SegVisualizationHook takes ``draw`` and writes
-    through the visualizer's LocalVisBackend (``show_dir/vis_data/vis_image``).
-    A config without a visualisation hook gets the task's default one.
+    Returns:
+        The folder the images are written to.
     """
+    from sapiens2_mm.apis.tasks import find_task
     show_dir = osp.abspath(ensure_writable_dir(show_dir, '--show-dir'))
-    hooks = _visualization_hooks(cfg)
-    if not hooks:
-        hook, visualizer = DEFAULT_SHOW[_task_of(cfg)]
-        cfg.setdefault('default_hooks', {})['visualization'] = dict(hook)
-        if not cfg.get('visualizer'):
-            cfg.visualizer = dict(visualizer)
-        hooks = _visualization_hooks(cfg)
-    for hook in hooks:
-        hook['interval'] = 1
-        if 'Pose' in str(hook['type']):
-            hook['enable'] = True
-            hook['out_dir'] = show_dir
-        else:
-            hook['draw'] = True
-            if cfg.get('visualizer') is not None:
-                cfg.visualizer['save_dir'] = show_dir
+    try:
+        return find_task(cfg).enable_show_dir(cfg, show_dir)
+    except ValueError as err:
+        raise ToolError(f'--show-dir: {err}') from err
 
 
 def enable_tta(cfg: Config, config_path: str) -> None:
@@ -165,7 +133,7 @@ def build_cfg(args: argparse.Namespace) -> Config:
     if args.out:
         add_dump(cfg, args.out)
     if args.show_dir:
-        enable_show_dir(cfg, args.show_dir)
+        args.show_images_dir = enable_show_dir(cfg, args.show_dir)
     if args.tta:
         enable_tta(cfg, args.config)
     return cfg
@@ -202,6 +170,8 @@ def main(argv: Optional[List[str]] = None) -> dict:
             json.dump(plain, f, indent=2)
         print(json.dumps(plain))
         print(f'Metrics written to {path}')
+        if getattr(args, 'show_images_dir', None):
+            print(f'Visualisations written to {args.show_images_dir}')
     return metrics
 
 

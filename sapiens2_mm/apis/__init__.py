@@ -11,13 +11,16 @@ from .inputs import Frame, FrameReader, batched
 from .person_boxes import BoxFile, DetectorBoxes, WholeImageBoxes
 from .pose_inferencer import PoseInferencer
 from .results import PoseResult, SegResult
+from .run_index import InferenceIndex
 from .seg_inferencer import SegInferencer
-from .tasks import INFERENCERS, config_task, register_inferencer
+from .tasks import BaseTask, config_task, find_task, get_task, task_names
+from .writers import FrameSink, OutputLayout, TaskWriter
 
 __all__ = [
     'BaseInferencer', 'inference_pipeline', 'init_model', 'load_config',
     'load_task_checkpoint', 'Frame', 'FrameReader', 'batched', 'BoxFile',
     'DetectorBoxes', 'WholeImageBoxes', 'PoseInferencer', 'PoseResult',
-    'SegResult', 'SegInferencer', 'INFERENCERS', 'config_task',
-    'register_inferencer', 'build_inferencer'
+    'SegResult', 'SegInferencer', 'InferenceIndex', 'BaseTask', 'config_task',
+    'find_task', 'get_task', 'task_names', 'FrameSink', 'OutputLayout',
+    'TaskWriter', 'build_inferencer'
 ]

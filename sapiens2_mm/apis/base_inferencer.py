@@ -1,6 +1,6 @@
 """Shared machinery of the task inferencers: model, test pipeline, batching."""
 from abc import ABCMeta, abstractmethod
-from typing import Iterator, List, Optional, Sequence, Union
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import torch
 from mmengine.config import Config
@@ -8,23 +8,24 @@ from mmengine.dataset import Compose, pseudo_collate
 from torch import nn
 
 from ..utils import register_all_modules
-from .init_model import init_model
 from .inputs import Frame, FrameReader, InputType, batched
 
 
-def inference_pipeline(cfg: Config) -> Compose:
+def inference_pipeline(cfg: Config, task: Optional[str] = None) -> Compose:
     """The config's test pipeline without its loading steps.
 
     Frames arrive decoded (arrays, video frames), so the image loader and the
     ground-truth loaders (``Load*`` transforms) of the test pipeline are
     dropped; the remaining resize/crop/pack steps are exactly the test ones.
+    The pipeline is ``test_dataloader.dataset.pipeline``, else
+    ``test_pipeline``, else (bare model configs) the task's default one.
     """
-    dataset = cfg.test_dataloader.dataset
-    pipeline = dataset.get('pipeline')
+    dataset = (cfg.get('test_dataloader') or {}).get('dataset') or {}
+    pipeline = dataset.get('pipeline') or cfg.get('test_pipeline')
     if pipeline is None:
-        raise ValueError(
-            'The config has no test_dataloader.dataset.pipeline; inference '
-            'needs it to resize/crop inputs like the test set.')
+        from .tasks import find_task, get_task
+        spec = get_task(task) if task else find_task(cfg)
+        pipeline = spec.default_inference_pipeline(cfg)
     steps = [t for t in pipeline if 'Load' not in str(t['type'])]
     return Compose(steps)
 
@@ -48,6 +49,7 @@ class BaseInferencer(metaclass=ABCMeta):
                  flip_test: Optional[bool] = None) -> None:
         register_all_modules()
         if not isinstance(model, nn.Module):
+            from .init_model import init_model
             model = init_model(model, checkpoint, device)
         if getattr(model, 'task', self.task) != self.task:
             raise ValueError(
@@ -58,8 +60,9 @@ class BaseInferencer(metaclass=ABCMeta):
         self.model = model
         self.batch_size = batch_size
         self.flip_test = flip_test
-        self.pipeline = inference_pipeline(model.cfg)
+        self.pipeline = inference_pipeline(model.cfg, self.task or None)
         self.reader: Optional[FrameReader] = None
+        self.failed: List[Tuple[str, str]] = []
 
     @property
     def skipped(self) -> list:
@@ -73,12 +76,37 @@ class BaseInferencer(metaclass=ABCMeta):
             yield result
 
     def iter_frames(self, inputs: Union[InputType, Sequence[InputType]],
-                    reader: Optional[FrameReader] = None) -> Iterator:
-        """Yield ``(frame, result)`` pairs (the frame holds the image)."""
+                    reader: Optional[FrameReader] = None,
+                    on_failure: Optional[Callable[[Frame, str], None]] = None
+                    ) -> Iterator:
+        """Yield ``(frame, result)`` pairs (the frame holds the image).
+
+        A batch that raises is re-run frame by frame, so one bad frame never
+        stops the others: each frame that still fails is left out, recorded
+        in :attr:`failed` as ``(name, reason)`` and passed to ``on_failure``.
+        """
         self.reader = reader if reader is not None else FrameReader(inputs)
+        self.failed = []
         for frames in batched(self.reader, self.batch_size):
-            with torch.no_grad():
-                yield from zip(frames, self.run_batch(frames))
+            try:
+                with torch.no_grad():
+                    results = self.run_batch(frames)
+            except Exception:  # noqa: BLE001 - isolated below, per frame
+                results = None
+            if results is not None:
+                yield from zip(frames, results)
+                continue
+            for frame in frames:
+                try:
+                    with torch.no_grad():
+                        result = self.run_batch([frame])[0]
+                except Exception as err:  # noqa: BLE001 - skip and count
+                    reason = f'{type(err).__name__}: {err}'
+                    self.failed.append((frame.name, reason))
+                    if on_failure is not None:
+                        on_failure(frame, reason)
+                    continue
+                yield frame, result
 
     def __call__(self, inputs: Union[InputType, Sequence[InputType]]) -> List:
         """All results as a list (see :meth:`iter_results` for streaming)."""

@@ -1,11 +1,11 @@
-"""Pick the inferencer of a model's task."""
+"""Pick the inferencer of a model's task (through the task registry)."""
 from .base_inferencer import BaseInferencer
 from .init_model import load_config
-from .tasks import INFERENCERS, config_task
+from .tasks import find_task, get_task
 
 
 def build_inferencer(model, task=None, **kwargs) -> BaseInferencer:
-    """The inferencer of ``model``'s task (``INFERENCERS[task]``).
+    """The inferencer of ``model``'s task (its registered description).
 
     Args:
         model: a model from :func:`init_model` (its ``task`` is used) or a
@@ -13,14 +13,11 @@ def build_inferencer(model, task=None, **kwargs) -> BaseInferencer:
             given in ``kwargs``.
         task: force a task name.
         **kwargs: inferencer arguments (batch_size, flip_test, boxes, ...).
+
+    Raises:
+        ValueError: the task is not registered (registered names listed).
     """
     if task is None:
         task = getattr(model, 'task', None)
-        if task is None:
-            task = config_task(load_config(model))
-    if task not in INFERENCERS:
-        raise ValueError(
-            f'No inferencer for task {task!r}; available: '
-            f'{sorted(INFERENCERS)} (normal/pointmap/albedo heads are not '
-            'implemented in this package yet).')
-    return INFERENCERS[task](model, **kwargs)
+    spec = find_task(load_config(model)) if task is None else get_task(task)
+    return spec.build_inferencer(model, **kwargs)

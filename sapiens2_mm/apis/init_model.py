@@ -1,4 +1,4 @@
-"""Build a Sapiens2 task model from a config, with checked weights (ref. 7.1).
+"""Build a Sapiens2 task model from a config, with checked weights.
 
 Like the official ``init_model`` and mmpose/mmseg's: load the config, drop the
 backbone's ``init_cfg`` (so pretrain weights are not fetched), build, load the
@@ -19,14 +19,12 @@ from torch import nn
 
 from ..registry import MODELS
 from ..utils import (
-    TASKS,
     detect_task,
     load_state_dict_checked,
-    official_to_package,
     read_checkpoint,
     register_all_modules,
 )
-from .tasks import config_task
+from .tasks.base import find_task, get_task
 
 ConfigType = Union[str, Path, Config]
 
@@ -45,43 +43,6 @@ def load_config(config: ConfigType) -> Config:
             f'Config file not found: {path!r}. Pass a file from configs/ '
             '(e.g. configs/pose/sapiens2-1b_8xb7-20k_sapiens308-1024x768.py).')
     return Config.fromfile(path)
-
-
-def _dataset_meta(cfg: Config, task: str) -> dict:
-    if task == 'pose':
-        from mmpose.apis.inference import dataset_meta_from_config
-        from mmpose.datasets.datasets.utils import parse_pose_metainfo
-
-        from ..metainfo.pose import KEYPOINTS308_FILE
-        num_kpts = cfg.model.head.out_channels
-        meta = None
-        if 'test_dataloader' in cfg:
-            meta = dataset_meta_from_config(cfg, dataset_mode='test')
-        elif num_kpts == 308:  # e.g. a bare model config: the Sapiens2 set
-            meta = parse_pose_metainfo(dict(from_file=KEYPOINTS308_FILE))
-        if meta is None or meta.get('num_keypoints') != num_kpts:
-            raise ValueError(
-                f'The config\'s test dataset gives no metainfo for '
-                f'{num_kpts} keypoints (got '
-                f'{None if meta is None else meta.get("num_keypoints")}). Set '
-                'test_dataloader.dataset.metainfo=dict(from_file=...).')
-        return meta
-    if task == 'seg':
-        from ..metainfo.seg29 import seg29_metainfo
-        num_classes = cfg.model.decode_head.num_classes
-        meta = None
-        dataset = cfg.get('test_dataloader', {}).get('dataset', {})
-        if 'metainfo' in dataset and 'classes' in dataset.metainfo:
-            meta = dict(dataset.metainfo)
-        elif num_classes == 29:
-            meta = seg29_metainfo()
-        if meta is None or len(meta['classes']) != num_classes:
-            raise ValueError(
-                f'No class names/palette for a {num_classes}-class seg model; '
-                'set test_dataloader.dataset.metainfo=dict(classes=..., '
-                'palette=...).')
-        return meta
-    return {}
 
 
 def load_task_checkpoint(model: nn.Module, checkpoint: str,
@@ -106,7 +67,7 @@ def load_task_checkpoint(model: nn.Module, checkpoint: str,
             f'Checkpoint {checkpoint!r} is a {found!r} checkpoint but the '
             f'config builds a {task!r} model.{hint} Pass a {task} checkpoint '
             'or a config of the matching task.')
-    state = official_to_package(state, task)
+    state = get_task(task).official_to_package(state)
     load_state_dict_checked(model, state, source=checkpoint)
 
 
@@ -125,28 +86,29 @@ def init_model(config: ConfigType,
 
     Returns:
         The model in eval mode on ``device`` with ``model.cfg`` (the config),
-        ``model.task`` (one of :data:`TASKS`) and ``model.dataset_meta``
-        (keypoint names/colours/skeleton/flip indices for pose; ``classes`` /
-        ``palette`` for seg).
+        ``model.task`` (a registered task name, see
+        :mod:`sapiens2_mm.apis.tasks`) and ``model.dataset_meta`` (the task's
+        meta: keypoint names/colours/skeleton/flip indices for pose;
+        ``classes`` / ``palette`` for seg).
     """
     cfg = load_config(config)
     if cfg_options:
         cfg.merge_from_dict(cfg_options)
-    task = config_task(cfg)
     register_all_modules()
+    spec = find_task(cfg)
+    task = spec.name
     backbone = cfg.model.get('backbone')
     if backbone is not None:
         backbone['init_cfg'] = None
         # Activation checkpointing only slows inference down.
         if 'with_cp' in backbone:
             backbone['with_cp'] = False
-    if task == 'pose':
-        cfg.model['train_cfg'] = None
+    spec.prepare_model_config(cfg)
+    meta = spec.dataset_meta(cfg)  # before building: config errors first
     model = MODELS.build(cfg.model)
     if checkpoint is not None:
         load_task_checkpoint(model, checkpoint, task)
     model.cfg = cfg
     model.task = task
-    model.dataset_meta = _dataset_meta(cfg, task)
-    assert task in TASKS
+    model.dataset_meta = meta
     return model.to(device).eval()

@@ -1,12 +1,30 @@
 """Turn user inputs (paths, arrays, folders, videos) into a stream of frames.
 
 Unreadable files never stop a run: each is recorded in :attr:`FrameReader.
-skipped` (path and reason) and the stream goes on with the next one.
+skipped` (path and reason) and the stream goes on with the next one. Readable
+but damaged files (a truncated JPEG decodes to a half-grey image) are read and
+recorded in :attr:`FrameReader.warnings`.
+
+Every frame has a ``name`` that identifies it in outputs, bbox files and the
+predictions JSON: its path relative to the deepest folder that holds all
+inputs, with ``/`` separators. One folder ``photos/`` gives ``a.jpg``;
+``cam1/ cam2/`` give ``cam1/0001.jpg`` and ``cam2/0001.jpg``. Video frames are
+``<folder>/<video stem>_<index:06d>.jpg``, arrays ``array_<i:06d>.png``.
 """
 import os
 import os.path as osp
+from collections import Counter
 from dataclasses import dataclass
-from typing import Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import (
+    Collection,
+    Iterable,
+    Iterator,
+    List,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+)
 
 import cv2
 import numpy as np
@@ -21,13 +39,18 @@ class Frame:
     """One image to run the model on.
 
     Attributes:
-        name: output file name: the image's base name, ``array_{i:06d}.png``
-            for the i-th array, ``{video_stem}_{index:06d}.jpg`` for video frames.
+        name: the frame's key (module docstring), e.g. ``cam1/0001.jpg``.
         image: (H, W, 3) uint8 BGR.
         source: the file it came from ('' for arrays).
         video: the video path for video frames, else ``None``.
         frame_index: index of the frame in its video.
         fps: frames per second of its video.
+        stem: ``name`` without extension, made unique among the inputs
+            (``a.jpg`` and ``a.png`` give ``a_jpg`` and ``a_png``): the base
+            of per-frame data files such as ``<stem>_seg.npy``.
+        video_name: the key of its video (``cam1/clip.mp4``), for videos.
+        video_stem: the unique stem of its video (``cam1/clip``).
+        warning: why the decoded image may be damaged (truncated file).
     """
     name: str
     image: np.ndarray
@@ -35,6 +58,14 @@ class Frame:
     video: Optional[str] = None
     frame_index: Optional[int] = None
     fps: Optional[float] = None
+    stem: str = ''
+    video_name: Optional[str] = None
+    video_stem: Optional[str] = None
+    warning: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        if not self.stem:
+            self.stem = osp.splitext(self.name)[0]
 
 
 def is_video(path: str) -> bool:
@@ -56,72 +87,166 @@ def _as_bgr(image: np.ndarray, what: str) -> np.ndarray:
     return np.ascontiguousarray(image[..., :3])
 
 
+def jpeg_is_truncated(data: bytes) -> bool:
+    """Whether JPEG bytes lack the end-of-image marker after the last scan.
+
+    libjpeg decodes a truncated file without an error and fills the missing
+    rows with grey; the only sign is the missing ``FF D9`` marker.
+    """
+    if data[:2] != b'\xff\xd8':
+        return False
+    return data.rfind(b'\xff\xd9') < max(data.rfind(b'\xff\xda'), 2)
+
+
+def read_image(path: str) -> Tuple[Optional[np.ndarray], Optional[str]]:
+    """Decode an image file.
+
+    Returns:
+        ``(image, warning)``: ``image`` is (H, W, 3) uint8 BGR or ``None``
+        when the file cannot be decoded; ``warning`` says why a decoded image
+        may be damaged.
+    """
+    try:
+        data = np.fromfile(path, dtype=np.uint8)
+    except OSError:
+        return None, None
+    image = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
+    if image is None or image.size == 0:
+        return None, None
+    warning = None
+    if jpeg_is_truncated(data.tobytes()):
+        warning = ('truncated JPEG (no end-of-image marker): the missing part '
+                   'decodes as grey')
+    return image, warning
+
+
+def _unique_stems(names: Sequence[str]) -> List[str]:
+    """``name`` without extension, or with ``_<ext>`` where stems collide."""
+    stems = [osp.splitext(n)[0] for n in names]
+    counts = Counter(stems)
+    return [
+        s if counts[s] == 1 else f'{s}_{osp.splitext(n)[1].lstrip(".")}'
+        for s, n in zip(stems, names)
+    ]
+
+
 class FrameReader:
     """Iterate over the frames of several inputs, skipping unreadable files.
 
     Args:
         inputs: an image path, a folder (its images and videos, sorted, not
             recursive), a video path, an (H, W, 3) uint8 BGR array, or a list
-            of those.
+            of those. A file given twice is read once.
+        done: frame names to leave out (already processed by an earlier run).
+        done_videos: video keys to leave out entirely.
 
     Raises:
-        FileNotFoundError: a given path does not exist.
+        FileNotFoundError: a given path does not exist, or nothing readable
+            was found (the extensions read are listed).
         ValueError: an array is not an (H, W, 3) uint8 image.
     """
 
-    def __init__(self, inputs: Union[InputType, Sequence[InputType]]) -> None:
+    def __init__(self, inputs: Union[InputType, Sequence[InputType]],
+                 done: Collection[str] = (),
+                 done_videos: Collection[str] = ()) -> None:
         if isinstance(inputs, (str, os.PathLike, np.ndarray)):
             inputs = [inputs]
         self.items: List[Union[str, np.ndarray]] = []
+        self.folders: List[str] = []
+        self.skipped: List[Tuple[str, str]] = []
+        self.warnings: List[Tuple[str, str]] = []
+        empty: List[str] = []
+        seen = set()
+        bases = []
         for item in inputs:
             if isinstance(item, np.ndarray):
                 self.items.append(item)
                 continue
-            path = os.fspath(item)
+            path = osp.abspath(os.fspath(item))
             if osp.isdir(path):
+                self.folders.append(path)
+                bases.append(path)
                 names = sorted(os.listdir(path))
-                self.items += [
-                    osp.join(path, n) for n in names
-                    if n.lower().endswith(IMAGE_EXTS + VIDEO_EXTS)
-                ]
+                found = [osp.join(path, n) for n in names
+                         if n.lower().endswith(IMAGE_EXTS + VIDEO_EXTS)
+                         and osp.isfile(osp.join(path, n))]
+                if not found:
+                    empty.append(os.fspath(item))
+                files = found
             elif osp.isfile(path):
-                self.items.append(path)
+                bases.append(osp.dirname(path))
+                files = [path]
             else:
                 raise FileNotFoundError(
-                    f'Input {path!r} does not exist; pass an image, a video '
-                    'or a folder of images.')
+                    f'Input {os.fspath(item)!r} does not exist; pass an '
+                    'image, a video or a folder of images.')
+            for f in files:
+                real = osp.realpath(f)
+                if real not in seen:
+                    seen.add(real)
+                    self.items.append(f)
+        for folder in empty:
+            self.skipped.append((folder, _no_images_message(folder)))
+        if not self.items:
+            where = ', '.join(repr(f) for f in empty) or 'the inputs'
+            raise FileNotFoundError(
+                f'No images or videos found in {where}. '
+                f'{_extensions_message()}')
         for i, item in enumerate(self.items):
             if isinstance(item, np.ndarray):
                 self.items[i] = _as_bgr(item, f'input array {i}')
-        self.skipped: List[Tuple[str, str]] = []
+        self.base_dir = osp.commonpath(bases) if bases else ''
+        self._assign_names()
+        self.done = set(done)
+        self.done_videos = set(done_videos)
+        self.num_done = 0
+
+    def _assign_names(self) -> None:
+        names, num_arrays = [], 0
+        for item in self.items:
+            if isinstance(item, np.ndarray):
+                names.append(f'array_{num_arrays:06d}.png')
+                num_arrays += 1
+            else:
+                names.append(
+                    osp.relpath(item, self.base_dir).replace(os.sep, '/'))
+        self.names = names
+        self.stems = _unique_stems(names)
+
+    def input_paths(self) -> List[str]:
+        """Absolute paths of the input files (not arrays)."""
+        return [i for i in self.items if isinstance(i, str)]
 
     def num_frames(self) -> int:
         """Frames to expect (video frame counts as the container reports)."""
         total = 0
-        for item in self.items:
+        for item, name in zip(self.items, self.names):
             if isinstance(item, str) and is_video(item):
+                if name in self.done_videos:
+                    continue
                 cap = cv2.VideoCapture(item)
                 total += max(int(cap.get(cv2.CAP_PROP_FRAME_COUNT)), 0)
                 cap.release()
-            else:
+            elif name not in self.done:
                 total += 1
         return total
 
-    def _read_video(self, path: str) -> Iterator[Frame]:
+    def _read_video(self, path: str, name: str,
+                    stem: str) -> Iterator[Frame]:
         cap = cv2.VideoCapture(path)
         if not cap.isOpened():
             self.skipped.append((path, 'cannot open the video'))
             return
         fps = cap.get(cv2.CAP_PROP_FPS) or 25.0
-        stem = osp.splitext(osp.basename(path))[0]
         index = 0
         try:
             while True:
                 ok, image = cap.read()
                 if not ok:
                     break
-                yield Frame(f'{stem}_{index:06d}.jpg', image, path, path,
-                            index, fps)
+                frame_name = f'{stem}_{index:06d}.jpg'
+                yield Frame(frame_name, image, path, path, index, fps,
+                            video_name=name, video_stem=stem)
                 index += 1
         finally:
             cap.release()
@@ -129,22 +254,39 @@ class FrameReader:
             self.skipped.append((path, 'the video has no decodable frames'))
 
     def __iter__(self) -> Iterator[Frame]:
-        self.skipped = []
-        num_arrays = 0
-        for item in self.items:
+        self.skipped = [s for s in self.skipped if osp.isdir(s[0])]
+        self.warnings = []
+        self.num_done = 0
+        for item, name, stem in zip(self.items, self.names, self.stems):
             if isinstance(item, np.ndarray):
-                yield Frame(f'array_{num_arrays:06d}.png', item)
-                num_arrays += 1
+                yield Frame(name, item)
             elif is_video(item):
-                yield from self._read_video(item)
+                if name in self.done_videos:
+                    self.num_done += 1
+                    continue
+                yield from self._read_video(item, name, stem)
+            elif name in self.done:
+                self.num_done += 1
             else:
-                image = cv2.imread(item, cv2.IMREAD_COLOR)
-                if image is None or image.size == 0:
+                image, warning = read_image(item)
+                if image is None:
                     self.skipped.append(
                         (item, 'not a decodable image (empty, truncated or '
                          'another format)'))
                     continue
-                yield Frame(osp.basename(item), image, item)
+                if warning:
+                    self.warnings.append((item, warning))
+                yield Frame(name, image, item, stem=stem, warning=warning)
+
+
+def _extensions_message() -> str:
+    return (f'Images are read with the extensions {", ".join(IMAGE_EXTS)} '
+            f'and videos with {", ".join(VIDEO_EXTS)} (any case); folders '
+            'are not searched recursively.')
+
+
+def _no_images_message(folder: str) -> str:
+    return f'no images or videos in the folder. {_extensions_message()}'
 
 
 def batched(frames: Iterable[Frame], size: int) -> Iterator[List[Frame]]:

@@ -3,8 +3,10 @@
 Every source maps a :class:`~sapiens2_mm.apis.inputs.Frame` to ``(N, 5)``
 float32 rows ``x1, y1, x2, y2, score`` in image pixels.
 
-Bbox file schema (JSON), keyed by frame name (an image's base name, or
-``{video_stem}_{index:06d}.jpg`` for video frames)::
+Bbox file schema (JSON), keyed by frame name (the image's path relative to
+the input folder, e.g. ``a.jpg`` or ``cam1/0001.jpg``, or
+``{video_stem}_{index:06d}.jpg`` for video frames; see
+:mod:`sapiens2_mm.apis.inputs`)::
 
     {"000000000785.jpg": [[x1, y1, x2, y2], [x1, y1, x2, y2, score], ...],
      "empty.jpg": []}
@@ -12,8 +14,13 @@ Bbox file schema (JSON), keyed by frame name (an image's base name, or
 The keypoint JSON written by ``tools/infer.py`` (``frames[].instances[].bbox``)
 is accepted as well, so its boxes can be reused. A frame that is not listed
 gets the whole-image box; an empty list means "nobody in this frame".
+
+Boxes must be finite numbers (NaN / inf are refused when the file is read).
+Given boxes with a score at or below ``bbox_thr`` are dropped (as detector
+boxes are), and so are boxes entirely outside their image; both are counted.
 """
 import json
+import math
 import os
 from typing import Dict, Optional
 
@@ -24,9 +31,16 @@ from .inputs import Frame
 
 
 def whole_image_box(frame: Frame) -> np.ndarray:
-    """The (1, 5) box covering the whole frame, score 1."""
+    """The (1, 5) box ``[0, 0, w - 1, h - 1]`` (the official demo's), score 1."""
     h, w = frame.image.shape[:2]
-    return np.array([[0, 0, w, h, 1]], dtype=np.float32)
+    return np.array([[0, 0, w - 1, h - 1, 1]], dtype=np.float32)
+
+
+def inside_image(boxes: np.ndarray, height: int, width: int) -> np.ndarray:
+    """(N,) bool: the box overlaps the pixel area ``[0, w) x [0, h)``."""
+    boxes = np.asarray(boxes, np.float32).reshape(-1, 5)
+    return ((boxes[:, 2] >= 0) & (boxes[:, 3] >= 0) & (boxes[:, 0] < width)
+            & (boxes[:, 1] < height))
 
 
 class WholeImageBoxes:
@@ -35,13 +49,22 @@ class WholeImageBoxes:
     def __call__(self, frame: Frame) -> np.ndarray:
         return whole_image_box(frame)
 
+    def report(self) -> list:
+        """Nothing to report."""
+        return []
+
 
 def _parse_box(row, where: str) -> list:
     if (not isinstance(row, (list, tuple)) or len(row) not in (4, 5)
-            or not all(isinstance(v, (int, float)) for v in row)):
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                       for v in row)):
         raise ValueError(
             f'{where}: a box must be [x1, y1, x2, y2] or [x1, y1, x2, y2, '
             f'score] numbers, got {row!r}.')
+    if not all(math.isfinite(v) for v in row):
+        raise ValueError(
+            f'{where}: box {row!r} has a non-finite value (NaN or inf); boxes '
+            'are finite pixel corners.')
     x1, y1, x2, y2 = row[:4]
     if x2 <= x1 or y2 <= y1:
         raise ValueError(
@@ -55,12 +78,19 @@ class BoxFile:
 
     Args:
         path: the JSON file.
+        bbox_thr: boxes with a score ``<= bbox_thr`` are dropped (boxes
+            without a score have score 1); ``None`` keeps every box.
+
+    Attributes:
+        num_missing: frames not in the file (they got the whole image).
+        num_below_thr / num_outside: boxes dropped for their score / for
+            lying entirely outside the image.
 
     Raises:
         FileNotFoundError / ValueError: missing file or a bad entry (named).
     """
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, bbox_thr: Optional[float] = None) -> None:
         if not os.path.isfile(path):
             raise FileNotFoundError(f'Bbox file not found: {path!r}.')
         try:
@@ -86,13 +116,36 @@ class BoxFile:
                     f'boxes, got {type(rows).__name__}.')
             parsed = [_parse_box(r, f'{path!r} [{name!r}]') for r in rows]
             self.boxes[name] = np.array(parsed, dtype=np.float32).reshape(-1, 5)
-        self.num_missing = 0
+        self.bbox_thr = bbox_thr
+        self.num_missing = self.num_below_thr = self.num_outside = 0
 
     def __call__(self, frame: Frame) -> np.ndarray:
         if frame.name not in self.boxes:
             self.num_missing += 1
             return whole_image_box(frame)
-        return self.boxes[frame.name]
+        boxes = self.boxes[frame.name]
+        if self.bbox_thr is not None:
+            keep = boxes[:, 4] > self.bbox_thr
+            self.num_below_thr += int((~keep).sum())
+            boxes = boxes[keep]
+        h, w = frame.image.shape[:2]
+        keep = inside_image(boxes, h, w)
+        self.num_outside += int((~keep).sum())
+        return boxes[keep]
+
+    def report(self) -> list:
+        """Lines saying what was dropped or filled in."""
+        lines = []
+        if self.num_missing:
+            lines.append(f'{self.num_missing} frame(s) not in the bbox file '
+                         'used the whole-image box')
+        if self.num_below_thr:
+            lines.append(f'{self.num_below_thr} box(es) with score <= '
+                         f'--bbox-thr {self.bbox_thr} were dropped')
+        if self.num_outside:
+            lines.append(f'{self.num_outside} box(es) entirely outside their '
+                         'image were dropped')
+        return lines
 
 
 class DetectorBoxes:
@@ -128,6 +181,7 @@ class DetectorBoxes:
             self.model = init_detector(config, checkpoint, device=device)
         self.bbox_thr, self.nms_thr = bbox_thr, nms_thr
         self.person_label = person_label
+        self.num_fallback = 0
 
     def __call__(self, frame: Frame) -> np.ndarray:
         from mmdet.apis import inference_detector
@@ -143,5 +197,13 @@ class DetectorBoxes:
             order = nms(boxes, scores, self.nms_thr)
             boxes, scores = boxes[order], scores[order]
         if not len(boxes):
+            self.num_fallback += 1
             return whole_image_box(frame)
         return torch.cat([boxes, scores[:, None]], 1).cpu().numpy()
+
+    def report(self) -> list:
+        """Lines saying how often the whole image stood in for detections."""
+        if not self.num_fallback:
+            return []
+        return [f'{self.num_fallback} frame(s) without a detection above '
+                f'--bbox-thr {self.bbox_thr} used the whole-image box']

@@ -1,4 +1,4 @@
-"""Top-down 2-D pose inference on whole images (docs/inference.md)."""
+"""Top-down 2-D pose inference on whole images (the official pose demo)."""
 from typing import Callable, List, Optional
 
 import numpy as np
@@ -7,10 +7,8 @@ from .base_inferencer import BaseInferencer
 from .inputs import Frame
 from .person_boxes import WholeImageBoxes
 from .results import PoseResult
-from .tasks import register_inferencer
 
 
-@register_inferencer('pose')
 class PoseInferencer(BaseInferencer):
     """Keypoints of every person box, mapped back to image pixels.
 

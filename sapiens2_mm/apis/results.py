@@ -1,4 +1,5 @@
 """Structured inference results, one dataclass per task."""
+import math
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
@@ -28,18 +29,35 @@ class PoseResult:
     frame_index: Optional[int] = None
 
     def to_dict(self) -> dict:
-        """The frame entry of the keypoint JSON (docs/inference.md)."""
-        return dict(
+        """The frame entry of the keypoint JSON (docs/inference.md).
+
+        Non-finite numbers (a keypoint decoded from a degenerate crop) are
+        written as ``null``, so the file stays valid JSON.
+        """
+        entry = dict(
             image_name=self.name,
+            image_size=list(self.image_size),
             instances=[
-                dict(bbox=[float(v) for v in box],
-                     bbox_score=float(score),
-                     keypoints=kpts.astype(float).tolist(),
-                     keypoint_scores=kscores.astype(float).tolist())
+                dict(bbox=_finite_list(box),
+                     bbox_score=_finite(score),
+                     keypoints=[_finite_list(k) for k in kpts],
+                     keypoint_scores=_finite_list(kscores))
                 for box, score, kpts, kscores in zip(
                     self.bboxes, self.bbox_scores, self.keypoints,
                     self.keypoint_scores)
             ])
+        if self.video is not None:
+            entry.update(video=self.video, frame_index=self.frame_index)
+        return entry
+
+
+def _finite(value) -> Optional[float]:
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def _finite_list(values) -> list:
+    return [_finite(v) for v in values]
 
 
 @dataclass
@@ -48,7 +66,7 @@ class SegResult:
 
     Attributes:
         name: frame name.
-        label_map: (H, W) int64 class indices.
+        label_map: (H, W) class indices, uint8 (uint16 above 256 classes).
         video / frame_index: where the frame came from, for videos.
     """
     name: str

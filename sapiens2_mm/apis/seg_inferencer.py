@@ -1,26 +1,33 @@
-"""Body-part segmentation at the original resolution (docs/inference.md)."""
+"""Body-part segmentation at the original resolution (official seg demo)."""
 from typing import List, Optional
 
 import cv2
-import numpy as np
 import torch
+from mmengine.dataset import pseudo_collate
 
 from .base_inferencer import BaseInferencer
 from .inputs import Frame
+from .label_resize import resize_argmax
 from .results import SegResult
-from .tasks import register_inferencer
 
 
-@register_inferencer('seg')
 class SegInferencer(BaseInferencer):
     """Label map per frame: resize to the network size, forward, logits
     resized back to the frame size (bilinear), argmax.
 
-    With ``flip_test`` the mirrored frame is run too; mmseg's
-    ``postprocess_result`` un-mirrors its logits, the left/right channels of
-    ``dataset_meta['flip_swap_pairs']`` are exchanged (the same rule as
-    :class:`~sapiens2_mm.models.estimators.SegFlipTTAModel`) and the
-    two logit maps are averaged before the argmax.
+    The logits come from the segmentor's ``inference`` at the network input
+    size (mmseg ``EncoderDecoder``); the padding of the preprocessor is cropped
+    and the resize to the frame size and the argmax run in bands of rows
+    (:func:`~sapiens2_mm.apis.label_resize.resize_argmax`), so a large photo
+    never holds full-resolution logits: the labels are those of mmseg's
+    ``postprocess_result`` + argmax, with bounded memory, as uint8.
+
+    With ``flip_test`` the mirrored frame is run too; its logits are mirrored
+    back, the left/right channels of ``dataset_meta['flip_swap_pairs']`` are
+    exchanged (the same rule as
+    :class:`~sapiens2_mm.models.estimators.SegFlipTTAModel`) and the two
+    logit maps are averaged before the resize (bilinear resizing is linear
+    and mirror-symmetric, so the order does not change the result).
 
     Args: see :class:`BaseInferencer`.
     """
@@ -41,13 +48,22 @@ class SegInferencer(BaseInferencer):
         image = cv2.flip(frame.image, 1) if flip else frame.image
         info = dict(img=image, img_path=frame.name, img_shape=(h, w),
                     ori_shape=(h, w))
-        if flip:
-            info.update(flip=True, flip_direction='horizontal')
         return self.pipeline(info)
 
     def _logits(self, frames: List[Frame], flip: bool) -> List[torch.Tensor]:
-        samples = self._test_step([self._prepare(f, flip) for f in frames])
-        return [s.seg_logits.data for s in samples]
+        """(C, h, w) logits per frame at the network size, un-padded and
+        un-mirrored."""
+        data = self.model.data_preprocessor(
+            pseudo_collate([self._prepare(f, flip) for f in frames]), False)
+        metas = [s.metainfo for s in data['data_samples']]
+        logits = self.model.inference(data['inputs'], metas)
+        out = []
+        for lg, meta in zip(logits, metas):
+            left, right, top, bottom = meta.get(
+                'img_padding_size', meta.get('padding_size', [0] * 4))
+            lg = lg[:, top:lg.shape[1] - bottom, left:lg.shape[2] - right]
+            out.append(lg.flip(-1) if flip else lg)
+        return out
 
     def run_batch(self, frames: List[Frame]) -> List[SegResult]:
         logits = self._logits(frames, flip=False)
@@ -56,9 +72,13 @@ class SegInferencer(BaseInferencer):
             flipped = self._logits(frames, flip=True)
             logits = [(a + swap_channels(b, self.swap_pairs, dim=0)) / 2
                       for a, b in zip(logits, flipped)]
+        head = getattr(self.model, 'decode_head', None)
+        align = bool(getattr(self.model, 'align_corners', False))
+        threshold = getattr(head, 'threshold', None) or 0.3
         return [
             SegResult(name=f.name,
-                      label_map=lg.argmax(0).cpu().numpy().astype(np.int64),
+                      label_map=resize_argmax(lg, f.image.shape[:2], align,
+                                              threshold),
                       video=f.video, frame_index=f.frame_index)
             for f, lg in zip(frames, logits)
         ]

@@ -1,22 +1,15 @@
-"""Write inference results: keypoint JSON, label .npy, images and videos.
+"""Where inference outputs go, and writing them without losing anything.
 
-Keypoint JSON schema (the official pose demo's, plus per-frame size
-and box scores)::
-
-    {"video": null | "path/of/first/video.mp4",
-     "image_size": [H, W],            # of the first frame
-     "num_keypoints": K,
-     "keypoint_names": [...K names],
-     "kpt_thr_used": 0.3,
-     "frames": [{"image_name": "a.jpg", "image_size": [H, W],
-                 "instances": [{"bbox": [x1, y1, x2, y2], "bbox_score": s,
-                                "keypoints": [[x, y] * K],
-                                "keypoint_scores": [K floats]}]}]}
-
-Keypoints are in the pixels of the input image. Label maps are written as
-``<stem>_seg.npy``: (H, W) int64 class indices at the input resolution.
+* :class:`OutputLayout` maps a frame to its output paths: the frame name
+  (``cam1/0001.jpg``, see :mod:`sapiens2_mm.apis.inputs`) mirrored under the
+  output folder, so frames of different folders never share a file. It refuses
+  an output folder equal to or inside an input folder, and never writes onto
+  an input file or onto a file another frame of the run wrote.
+* Every file is written to a temporary name and renamed when complete, so an
+  interrupted run leaves no half-written image or array under a final name.
+* :class:`TaskWriter` is what a task registers to write its per-frame files
+  and its summary files (:meth:`BaseTask.open_writer`).
 """
-import json
 import os
 import os.path as osp
 from typing import Dict, List, Optional
@@ -24,7 +17,7 @@ from typing import Dict, List, Optional
 import cv2
 import numpy as np
 
-from .results import PoseResult
+from .inputs import Frame, FrameReader
 
 
 def check_writable_dir(path: str) -> str:
@@ -49,70 +42,187 @@ def check_writable_dir(path: str) -> str:
     return path
 
 
-class PoseJsonWriter:
-    """Collects :class:`PoseResult` frames and writes one JSON file."""
-
-    def __init__(self, meta: dict, kpt_thr: float) -> None:
-        self.meta, self.kpt_thr = meta, kpt_thr
-        self.frames: List[dict] = []
-        self.first: Optional[PoseResult] = None
-
-    def add(self, result: PoseResult) -> None:
-        if self.first is None:
-            self.first = result
-        entry = result.to_dict()
-        entry['image_size'] = list(result.image_size)
-        self.frames.append(entry)
-
-    def write(self, path: str) -> str:
-        names = self.meta.get('keypoint_id2name', {})
-        num = int(self.meta['num_keypoints'])
-        data = dict(
-            video=self.first.video if self.first is not None else None,
-            image_size=list(self.first.image_size) if self.first else None,
-            num_keypoints=num,
-            keypoint_names=[names.get(i, str(i)) for i in range(num)],
-            kpt_thr_used=self.kpt_thr,
-            frames=self.frames)
-        with open(path, 'w') as f:
-            json.dump(data, f)
-        return path
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
-def save_label_map(out_dir: str, name: str, label_map: np.ndarray) -> str:
-    """Write ``<stem>_seg.npy`` (int64) and return its path."""
-    path = osp.join(out_dir, osp.splitext(name)[0] + '_seg.npy')
-    np.save(path, label_map.astype(np.int64))
+def check_output_outside_inputs(out_dir: str, reader: FrameReader) -> None:
+    """Refuse an output folder that is an input folder or inside one.
+
+    Visualisations keep the input file names, so writing them into an input
+    folder would replace the photos.
+
+    Raises:
+        ValueError: naming both folders.
+    """
+    out = osp.realpath(out_dir)
+    folders = [(osp.realpath(f), True) for f in reader.folders]
+    folders += [(osp.dirname(osp.realpath(p)), False)
+                for p in reader.input_paths()]
+    for folder, is_input_folder in folders:
+        if out == folder or (is_input_folder and _within(out, folder)):
+            raise ValueError(
+                f'--output {out_dir!r} is (inside) the input folder '
+                f'{folder!r}; outputs keep the input names and could replace '
+                'the inputs. Pass an output folder outside the inputs.')
+
+
+def write_image(path: str, image: np.ndarray) -> str:
+    """Write an image atomically; formats cv2 cannot write become ``.png``.
+
+    Returns:
+        The path written.
+    """
+    root, ext = osp.splitext(path)
+    if not cv2.haveImageWriter(path):
+        root, ext = path, '.png'
+    final = root + ext
+    tmp = f'{root}.partial{ext}'
+    if not cv2.imwrite(tmp, image):
+        raise OSError(f'Could not write image {final!r}.')
+    os.replace(tmp, final)
+    return final
+
+
+def save_array(path: str, array: np.ndarray) -> str:
+    """``np.save`` to a temporary name, then rename (atomic)."""
+    tmp = path + '.partial'
+    with open(tmp, 'wb') as f:
+        np.save(f, array)
+    os.replace(tmp, path)
     return path
 
 
-class FrameSink:
-    """Writes visualisations: image files, or one video per input video."""
+def write_text(path: str, text: str) -> str:
+    """Write a text file atomically."""
+    tmp = path + '.partial'
+    with open(tmp, 'w') as f:
+        f.write(text)
+    os.replace(tmp, path)
+    return path
 
-    def __init__(self, out_dir: str) -> None:
-        self.out_dir = out_dir
-        self.videos: Dict[str, cv2.VideoWriter] = {}
+
+class OutputLayout:
+    """Output paths of one run (see the module docstring).
+
+    Args:
+        out_dir: the output folder (created).
+        reader: the run's inputs.
+
+    Raises:
+        ValueError: ``out_dir`` is (inside) an input folder.
+        PermissionError / NotADirectoryError: ``out_dir`` is not writable.
+    """
+
+    def __init__(self, out_dir: str, reader: FrameReader) -> None:
+        check_output_outside_inputs(out_dir, reader)
+        self.out_dir = check_writable_dir(out_dir)
+        self.protected = {osp.realpath(p) for p in reader.input_paths()}
+        self.claimed: Dict[str, str] = {}
+
+    def path(self, relative: str, owner: str) -> str:
+        """Absolute path of ``relative`` for the frame/video ``owner``.
+
+        Raises:
+            FileExistsError: the path is an input file or was written by
+                another frame of this run.
+        """
+        path = osp.join(self.out_dir, *relative.split('/'))
+        real = osp.realpath(path)
+        if real in self.protected:
+            raise FileExistsError(
+                f'Output {path!r} would replace the input file of that name.')
+        if self.claimed.setdefault(real, owner) != owner:
+            raise FileExistsError(
+                f'Output {path!r} of {owner!r} was already written for '
+                f'{self.claimed[real]!r} in this run.')
+        os.makedirs(osp.dirname(path), exist_ok=True)
+        return path
+
+    def frame_path(self, frame: Frame, suffix: str) -> str:
+        """``<out>/<stem><suffix>``, e.g. ``out/cam1/0001_seg.npy``."""
+        return self.path(frame.stem + suffix, frame.name)
+
+    def visualisation_path(self, frame: Frame) -> str:
+        """``<out>/<name>``: the visualisation keeps the input's name."""
+        return self.path(frame.name, frame.name)
+
+    def relative(self, path: str) -> str:
+        """``path`` relative to the output folder, with ``/``."""
+        return osp.relpath(path, self.out_dir).replace(os.sep, '/')
+
+
+class FrameSink:
+    """Writes visualisations: image files, or one video per input video.
+
+    A video is written as ``<stem>.partial.mp4`` and renamed to
+    ``<stem>.mp4`` by :meth:`finish_video` once all its frames are in.
+    """
+
+    def __init__(self, layout: OutputLayout) -> None:
+        self.layout = layout
+        self.videos: Dict[str, tuple] = {}
         self.written: List[str] = []
 
-    def write(self, image: np.ndarray, name: str,
-              video: Optional[str] = None, fps: Optional[float] = None) -> None:
-        if video is None:
-            path = osp.join(self.out_dir, name)
-            if not cv2.imwrite(path, image):
-                path = osp.splitext(path)[0] + '.png'
-                cv2.imwrite(path, image)
+    def write(self, image: np.ndarray, frame: Frame) -> str:
+        """Write the drawing of ``frame``; returns its (final) path."""
+        if frame.video_name is None:
+            path = write_image(self.layout.visualisation_path(frame), image)
             self.written.append(path)
-            return
-        if video not in self.videos:
-            stem = osp.splitext(osp.basename(video))[0]
-            path = osp.join(self.out_dir, stem + '.mp4')
+            return path
+        if frame.video_name not in self.videos:
+            final = self.layout.path(frame.video_stem + '.mp4',
+                                     frame.video_name)
+            tmp = osp.splitext(final)[0] + '.partial.mp4'
             h, w = image.shape[:2]
-            self.videos[video] = cv2.VideoWriter(
-                path, cv2.VideoWriter_fourcc(*'mp4v'), fps or 25.0, (w, h))
-            self.written.append(path)
-        self.videos[video].write(image)
+            writer = cv2.VideoWriter(tmp, cv2.VideoWriter_fourcc(*'mp4v'),
+                                     frame.fps or 25.0, (w, h))
+            self.videos[frame.video_name] = (writer, tmp, final, (h, w))
+        writer, _, final, size = self.videos[frame.video_name]
+        if image.shape[:2] != size:
+            image = cv2.resize(image, size[::-1])
+        writer.write(image)
+        return final
+
+    def finish_video(self, name: str) -> Optional[str]:
+        """Close video ``name`` and give it its final name."""
+        if name not in self.videos:
+            return None
+        writer, tmp, final, _ = self.videos.pop(name)
+        writer.release()
+        os.replace(tmp, final)
+        self.written.append(final)
+        return final
 
     def close(self) -> None:
-        for writer in self.videos.values():
+        """Release unfinished videos (they keep their ``.partial`` name)."""
+        for writer, *_ in self.videos.values():
             writer.release()
         self.videos = {}
+
+
+class TaskWriter:
+    """Per-task output files of one ``tools/infer.py`` run.
+
+    Args:
+        layout: where files go.
+        meta: the model's ``dataset_meta``.
+        args: the parsed CLI options.
+    """
+
+    def __init__(self, layout: OutputLayout, meta: dict, args) -> None:
+        self.layout, self.meta, self.args = layout, meta, args
+
+    def write(self, frame: Frame, result) -> dict:
+        """Write the frame's data files.
+
+        Returns:
+            JSON-able fields for the frame's index line; ``outputs`` lists the
+            written files relative to the output folder.
+        """
+        return {'outputs': []}
+
+    def finalize(self, records: List[dict]) -> List[str]:
+        """Write summary files from every finished frame's index line (this
+        run and earlier ones); returns lines for the run summary."""
+        return []

@@ -38,7 +38,7 @@ def test_detector_boxes_threshold_nms_and_fallback(rtmdet_tiny):
     assert (iou.fill_diagonal_(0) <= 0.3 + 1e-6).all()
     det.bbox_thr = 1.1  # nothing passes: the whole image, as the official demo
     h, w = image.shape[:2]
-    np.testing.assert_array_equal(det(frame), [[0, 0, w, h, 1]])
+    np.testing.assert_array_equal(det(frame), [[0, 0, w - 1, h - 1, 1]])
 
 
 def test_detector_missing_files(tmp_path):

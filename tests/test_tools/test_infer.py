@@ -65,9 +65,10 @@ def test_pose_outputs_read_back(inputs, tmp_path, capsys):
     assert kpts.shape == (17, 2) and np.isfinite(kpts).all()
     assert len(two['instances'][0]['keypoint_scores']) == 17
     assert frames['000000197388.jpg']['instances'] == []  # nobody listed
-    # frames missing from the bbox file use the whole image
-    assert frames['clip_000001.jpg']['instances'][0]['bbox'] == [0, 0, 96,
-                                                                 128]
+    # frames missing from the bbox file use the whole image, [0, 0, w-1, h-1]
+    # as the official demo
+    assert frames['clip_000001.jpg']['instances'][0]['bbox'] == [0, 0, 95,
+                                                                 127]
     vis = cv2.imread(str(out / '000000040083.jpg'))
     assert vis.shape == (120, 160, 3)
     cap = cv2.VideoCapture(str(out / 'clip.mp4'))
@@ -89,7 +90,7 @@ def test_seg_outputs_read_back(inputs, tmp_path):
                      '--output', str(out), '--batch-size', '3'])
     assert rc == 0
     labels = np.load(out / '000000040083_seg.npy')
-    assert labels.shape == (120, 160) and labels.dtype == np.int64
+    assert labels.shape == (120, 160) and labels.dtype == np.uint8
     assert labels.min() >= 0 and labels.max() < 29
     assert len([n for n in os.listdir(out) if n.startswith('clip_')]) == 3
     vis = cv2.imread(str(out / '000000040083.jpg'))

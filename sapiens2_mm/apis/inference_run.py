@@ -1,0 +1,187 @@
+"""One ``tools/infer.py`` run: inputs -> task inferencer -> files, resumable.
+
+Generic over tasks: everything task-specific comes from the task's registered
+description (:class:`~sapiens2_mm.apis.tasks.BaseTask`): its inferencer
+arguments, its writer, its visualiser and its end-of-run report.
+
+What is guaranteed (docs/inference.md, "What is guaranteed"):
+
+* inputs are never overwritten (an output folder in an input folder is
+  refused) and frames never share an output file;
+* each finished frame is in ``inference_index.jsonl`` as soon as its files
+  are written; an interrupted run keeps them and a re-run skips them;
+* a frame that fails (in the model, the writer or the drawing) is skipped,
+  counted and listed, and the run goes on;
+* unreadable inputs are skipped and listed; damaged ones (truncated JPEG)
+  are processed, counted and listed as warnings.
+"""
+import argparse
+import os.path as osp
+from dataclasses import dataclass, field
+from typing import Callable, List, Optional, Tuple
+
+from .devices import check_device
+from .inputs import FrameReader
+from .run_index import INDEX_NAME, InferenceIndex
+from .tasks import get_task
+from .writers import FrameSink, OutputLayout
+
+
+@dataclass
+class RunSummary:
+    """What a run did.
+
+    Attributes:
+        processed: frames finished by this run.
+        resumed: inputs skipped because an earlier run finished them.
+        failed: ``(frame name, reason)`` of frames that raised.
+        skipped: ``(path, reason)`` of unreadable inputs.
+        warnings: ``(path, reason)`` of damaged inputs that were processed.
+        interrupted: the run was stopped (Ctrl-C) before the end.
+        lines: the task writer's and box source's report lines.
+    """
+    processed: int = 0
+    resumed: int = 0
+    failed: List[Tuple[str, str]] = field(default_factory=list)
+    skipped: List[Tuple[str, str]] = field(default_factory=list)
+    warnings: List[Tuple[str, str]] = field(default_factory=list)
+    interrupted: bool = False
+    lines: List[str] = field(default_factory=list)
+
+
+def _progress(total: int):
+    try:
+        from tqdm import tqdm
+        return tqdm(total=total or None, unit='frame')
+    except ImportError:  # tqdm is optional; mmengine's bar is always there
+        from mmengine.utils import ProgressBar
+        return ProgressBar(total)
+
+
+def run_inference(args: argparse.Namespace,
+                  echo: Callable[[str], None] = print) -> RunSummary:
+    """Run ``args.task`` over ``args.input`` into ``args.output``.
+
+    Args:
+        args: the ``tools/infer.py`` options (task, config, checkpoint,
+            input, output, device, batch_size, flip_test, no_vis and the
+            task's own options).
+        echo: where the summary lines go.
+
+    Raises:
+        ValueError / FileNotFoundError / FileExistsError / PermissionError /
+        NotADirectoryError: bad options, inputs or output folder, before any
+        frame is processed.
+    """
+    from .init_model import init_model
+    spec = get_task(args.task)
+    check_device(args.device)
+    if args.batch_size < 1:
+        raise ValueError(f'--batch-size must be >= 1, got {args.batch_size}.')
+    reader = FrameReader(args.input)
+    task_kwargs = spec.inferencer_kwargs(args)
+    layout = OutputLayout(args.output, reader)
+    header = dict(
+        task=spec.name, config=osp.abspath(args.config),
+        checkpoint=osp.abspath(args.checkpoint) if args.checkpoint else None,
+        flip_test=bool(args.flip_test))
+    index = InferenceIndex(layout.out_dir, header)
+    try:
+        reader.done = set(index.done)
+        reader.done_videos = set(index.done_videos)
+        model = init_model(args.config, args.checkpoint, args.device)
+        if model.task != spec.name:
+            raise ValueError(f'{args.config} is a {model.task!r} config, not '
+                             f'{spec.name!r}.')
+        inferencer = spec.build_inferencer(
+            model, batch_size=args.batch_size,
+            flip_test=True if args.flip_test else None, **task_kwargs)
+        writer = spec.open_writer(layout, model, args)
+    except BaseException:
+        index.close()
+        raise
+    summary = RunSummary()
+    sink = FrameSink(layout)
+    meta = model.dataset_meta
+    bar = _progress(reader.num_frames())
+    current_video: Optional[str] = None
+
+    def fail(name: str, reason: str) -> None:
+        summary.failed.append((name, reason))
+
+    def finish_video(name: str) -> None:
+        sink.finish_video(name)
+        index.add_video_done(name)
+
+    try:
+        frames = inferencer.iter_frames(
+            None, reader, on_failure=lambda f, reason: fail(f.name, reason))
+        for frame, result in frames:
+            bar.update()
+            if frame.video_name != current_video:
+                if current_video is not None:
+                    finish_video(current_video)
+                current_video = frame.video_name
+            try:
+                record = writer.write(frame, result)
+                if not args.no_vis:
+                    vis = spec.visualize(frame, result, meta, args)
+                    if vis is not None:
+                        path = sink.write(vis, frame)
+                        if frame.video_name is None:
+                            record['outputs'].append(layout.relative(path))
+            except Exception as err:  # noqa: BLE001 - skip, count and list
+                fail(frame.name, f'{type(err).__name__}: {err}')
+                continue
+            record.update(name=frame.name, source=frame.source)
+            if frame.warning:
+                record['warning'] = frame.warning
+            index.add(record)
+            summary.processed += 1
+        if current_video is not None:
+            finish_video(current_video)
+    except KeyboardInterrupt:
+        summary.interrupted = True
+    finally:
+        sink.close()
+        if hasattr(bar, 'close'):
+            bar.close()
+        summary.lines = writer.finalize(index.records())
+        summary.lines += spec.run_report(inferencer)
+        index.close()
+        summary.resumed = reader.num_done
+        summary.skipped = list(reader.skipped)
+        summary.warnings = list(reader.warnings)
+        _echo_summary(summary, args, index.path, sink, echo)
+    return summary
+
+
+def _echo_summary(summary: RunSummary, args, index_path: str, sink: FrameSink,
+                  echo: Callable[[str], None]) -> None:
+    echo('')
+    if summary.interrupted:
+        echo(f'Interrupted. {summary.processed} frame(s) finished and kept; '
+             'run the same command again to continue (finished inputs are '
+             'skipped).')
+    echo(f'{summary.processed} frame(s) processed; outputs in {args.output}')
+    if summary.resumed:
+        echo(f'{summary.resumed} input(s) finished by an earlier run were '
+             f'skipped (see {INDEX_NAME})')
+    for line in summary.lines:
+        echo(line)
+    if not args.no_vis:
+        echo(f'visualisations: {len(sink.written)} file(s)')
+    if summary.warnings:
+        echo(f'warnings for {len(summary.warnings)} input(s) (processed):')
+        for path, reason in summary.warnings:
+            echo(f'  {path}: {reason}')
+    if summary.skipped:
+        echo(f'skipped {len(summary.skipped)} unreadable input(s):')
+        for path, reason in summary.skipped:
+            echo(f'  {path}: {reason}')
+    if summary.failed:
+        echo(f'failed {len(summary.failed)} frame(s) (left out, the others '
+             'went on):')
+        for name, reason in summary.failed:
+            echo(f'  {name}: {reason}')
+    echo(f'index of finished frames: {index_path}')

@@ -1,0 +1,196 @@
+"""What a task is to the generic code: one registered :class:`BaseTask`.
+
+``init_model``, ``build_inferencer``, ``tools/infer.py`` and ``tools/test.py``
+never name a task; they ask the :data:`~sapiens2_mm.registry.TASKS` registry:
+
+* :func:`find_task` recognises the task of a config (an explicit top-level
+  ``task = '<name>'`` wins, otherwise the one description whose
+  :meth:`BaseTask.matches` accepts the config);
+* :func:`get_task` returns the description of a task name;
+* :func:`task_names` lists the registered names (the infer CLI choices).
+
+A new task is one subclass registered with
+``@TASKS.register_module(name='<task>')`` in a module imported by
+``sapiens2_mm/apis/tasks/__init__.py`` (docs/inference.md lists the steps).
+"""
+import argparse
+from typing import Dict, List, Mapping, Optional, Type
+
+import numpy as np
+import torch
+from mmengine.config import Config
+
+from ...registry import TASKS
+
+
+class BaseTask:
+    """The description of one task; subclasses fill in the task's parts.
+
+    Class attributes:
+        name: the registered name (CLI choice, ``model.task``).
+        summary: one line for ``tools/infer.py --help``.
+        inferencer: the :class:`~sapiens2_mm.apis.BaseInferencer` subclass.
+        checkpoint_marker: a key suffix only this task's official head has
+            (e.g. ``'conv_seg.weight'``), to recognise a checkpoint's task.
+        official_renames: official key prefix -> this package's prefix
+            (identity when empty).
+    """
+    name: str = ''
+    summary: str = ''
+    inferencer: Optional[Type] = None
+    checkpoint_marker: str = ''
+    official_renames: Dict[str, str] = {}
+
+    # -- configs and models -------------------------------------------------
+    def matches(self, cfg: Config) -> bool:
+        """Whether ``cfg`` (a model config) builds a model of this task."""
+        raise NotImplementedError(
+            f'{type(self).__name__}.matches is not written; a task must say '
+            'which configs it runs.')
+
+    def dataset_meta(self, cfg: Config) -> dict:
+        """The ``model.dataset_meta`` the inferencer and writers use."""
+        return {}
+
+    def prepare_model_config(self, cfg: Config) -> None:
+        """Adjust ``cfg.model`` in place before an inference model is built."""
+
+    def default_inference_pipeline(self, cfg: Config) -> List[dict]:
+        """Test steps for a config without test_dataloader / test_pipeline."""
+        raise ValueError(
+            f'The {self.name!r} config has no test_dataloader.dataset.pipeline '
+            'or test_pipeline; inference needs it to resize/crop inputs like '
+            'the test set.')
+
+    # -- checkpoints ---------------------------------------------------------
+    def official_to_package(
+            self, state: Mapping[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        """Official task checkpoint keys -> this package's model keys."""
+        return _rename(state, self.official_renames)
+
+    def package_to_official(
+            self, state: Mapping[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        """Inverse of :meth:`official_to_package`."""
+        return _rename(state,
+                       {new: old for old, new in self.official_renames.items()})
+
+    # -- inference -----------------------------------------------------------
+    def add_cli_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """Add the task's own ``tools/infer.py`` options."""
+
+    def inferencer_kwargs(self, args: argparse.Namespace) -> dict:
+        """Extra inferencer arguments from the parsed CLI options.
+
+        Raises:
+            ValueError: contradicting or incomplete options (named).
+        """
+        return {}
+
+    def build_inferencer(self, model, **kwargs):
+        """The task's inferencer around ``model``."""
+        if self.inferencer is None:
+            raise ValueError(f'Task {self.name!r} registers no inferencer.')
+        return self.inferencer(model, **kwargs)
+
+    def open_writer(self, layout, model, args: argparse.Namespace):
+        """A :class:`~sapiens2_mm.apis.writers.TaskWriter` for one run."""
+        raise NotImplementedError(
+            f'Task {self.name!r} writes no outputs (open_writer).')
+
+    def run_report(self, inferencer) -> List[str]:
+        """Lines for the end of a run (e.g. how many boxes were dropped)."""
+        return []
+
+    def visualize(self, frame, result, meta: dict,
+                  args: argparse.Namespace) -> Optional[np.ndarray]:
+        """(H', W', 3) uint8 BGR drawing of ``result`` on ``frame``, or None."""
+        return None
+
+    # -- tools/test.py --show-dir --------------------------------------------
+    def enable_show_dir(self, cfg: Config, show_dir: str) -> str:
+        """Switch the config's visualisation on, writing under ``show_dir``.
+
+        Returns:
+            The folder the images will actually be written to.
+        """
+        raise ValueError(
+            f'Task {self.name!r} has no visualisation hook for --show-dir.')
+
+
+def _rename(state: Mapping[str, torch.Tensor],
+            renames: Mapping[str, str]) -> Dict[str, torch.Tensor]:
+    out = {}
+    for key, value in state.items():
+        for old, new in renames.items():
+            if key.startswith(old):
+                key = new + key[len(old):]
+                break
+        out[key] = value
+    return out
+
+
+def task_names() -> List[str]:
+    """Names of every registered task, sorted."""
+    TASKS.import_from_location()
+    return sorted(TASKS.module_dict)
+
+
+def get_task(name: str) -> BaseTask:
+    """The registered description of task ``name``.
+
+    Raises:
+        ValueError: no such task (the registered names are listed).
+    """
+    TASKS.import_from_location()
+    cls = TASKS.module_dict.get(name)
+    if cls is None:
+        raise ValueError(
+            f'Unknown task {name!r}; registered tasks: {task_names()}. A new '
+            'task registers a BaseTask subclass (docs/inference.md).')
+    task = cls()
+    task.name = name
+    return task
+
+
+def find_task(cfg: Config) -> BaseTask:
+    """The task a config builds.
+
+    A top-level ``task = '<name>'`` in the config decides; otherwise exactly
+    one registered task must accept the config.
+
+    Raises:
+        ValueError: no ``model`` entry, no task or several tasks match.
+    """
+    model = cfg.get('model')
+    if model is None:
+        raise ValueError('The config has no `model` entry; pass a task config '
+                         'from configs/.')
+    if cfg.get('task'):
+        return get_task(cfg.task)
+    found = [get_task(n) for n in task_names()]
+    found = [t for t in found if t.matches(cfg)]
+    head = model.get('decode_head') or model.get('head') or {}
+    if not found:
+        raise ValueError(
+            f'No registered task runs model type {model.get("type")!r} with '
+            f'head {head.get("type")!r}; registered tasks: {task_names()}. '
+            "Set task='<name>' in the config or register a task.")
+    if len(found) > 1:
+        raise ValueError(
+            f'Several tasks accept this config ({[t.name for t in found]}); '
+            "set task='<name>' in the config.")
+    return found[0]
+
+
+def config_task(cfg: Config) -> str:
+    """The name of the task a config builds (see :func:`find_task`)."""
+    return find_task(cfg).name
+
+
+def visualization_hooks(cfg: Config) -> list:
+    """The visualisation hook configs of ``cfg`` (default and custom hooks),
+    for :meth:`BaseTask.enable_show_dir`."""
+    hooks = [h for h in (cfg.get('default_hooks') or {}).values()
+             if isinstance(h, dict)]
+    hooks += list(cfg.get('custom_hooks') or [])
+    return [h for h in hooks if 'Visualization' in str(h.get('type'))]

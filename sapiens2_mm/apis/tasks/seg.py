@@ -1,0 +1,118 @@
+"""The seg task: body-part segmentation with an mmseg EncoderDecoder."""
+import argparse
+from typing import List, Optional
+
+import numpy as np
+from mmengine.config import Config
+
+from ...registry import TASKS
+from ..seg_inferencer import SegInferencer
+from ..writers import TaskWriter, save_array
+from .base import BaseTask, visualization_hooks
+
+SEG_HEAD_TYPES = ('SegHead', )
+# Rows drawn at a time: the overlay of a large photo stays a few 100 MB.
+DRAW_BAND_ROWS = 512
+
+
+def seg_dataset_meta(cfg: Config) -> dict:
+    """``classes`` / ``palette`` (and ``flip_swap_pairs``) of a seg config.
+
+    The test dataset's ``metainfo`` if it names classes, else, for a
+    29-class model, the packaged Sapiens2 body-part table.
+
+    Raises:
+        ValueError: no class names for the model's class count.
+    """
+    from ...metainfo.seg29 import seg29_metainfo
+    num_classes = cfg.model.decode_head.num_classes
+    meta = None
+    dataset = (cfg.get('test_dataloader') or {}).get('dataset') or {}
+    if 'classes' in (dataset.get('metainfo') or {}):
+        meta = dict(dataset.metainfo)
+    elif num_classes == 29:
+        meta = seg29_metainfo()
+    if meta is None or len(meta['classes']) != num_classes:
+        raise ValueError(
+            f'No class names/palette for a {num_classes}-class seg model; '
+            'set test_dataloader.dataset.metainfo=dict(classes=..., '
+            'palette=...).')
+    return meta
+
+
+def side_by_side_banded(image: np.ndarray, label_map: np.ndarray,
+                        palette) -> np.ndarray:
+    """``[image | 50 % palette overlay]`` (the official seg demo's drawing),
+    computed in bands of rows so a large photo needs no float copies of the
+    whole image."""
+    from ...visualization import seg_side_by_side
+    h, w = image.shape[:2]
+    out = np.empty((h, 2 * w, 3), np.uint8)
+    for top in range(0, h, DRAW_BAND_ROWS):
+        rows = slice(top, min(h, top + DRAW_BAND_ROWS))
+        out[rows] = seg_side_by_side(image[rows], label_map[rows], palette)
+    return out
+
+
+class SegWriter(TaskWriter):
+    """``<stem>_seg.npy``: the (H, W) uint8 label map at the input size."""
+
+    def write(self, frame, result) -> dict:
+        path = save_array(self.layout.frame_path(frame, '_seg.npy'),
+                          result.label_map)
+        rel = self.layout.relative(path)
+        return {'outputs': [rel], 'label_map': rel}
+
+    def finalize(self, records: List[dict]) -> List[str]:
+        count = sum('label_map' in r for r in records)
+        return [f'label maps: {count} x <stem>_seg.npy (uint8 class indices)']
+
+
+@TASKS.register_module(name='seg')
+class SegTask(BaseTask):
+    """29-class body-part segmentation."""
+    summary = 'body-part segmentation (label maps at the input size)'
+    inferencer = SegInferencer
+    checkpoint_marker = 'conv_seg.weight'
+
+    def matches(self, cfg: Config) -> bool:
+        head = cfg.model.get('decode_head') or {}
+        return head.get('type') in SEG_HEAD_TYPES
+
+    def dataset_meta(self, cfg: Config) -> dict:
+        return seg_dataset_meta(cfg)
+
+    def default_inference_pipeline(self, cfg: Config) -> List[dict]:
+        height, width = cfg.model.backbone.img_size
+        return [
+            dict(type='SegResize', height=height, width=width,
+                 test_mode=True),
+            dict(type='mmseg.PackSegInputs'),
+        ]
+
+    def open_writer(self, layout, model, args) -> SegWriter:
+        return SegWriter(layout, model.dataset_meta, args)
+
+    def visualize(self, frame, result, meta: dict,
+                  args: argparse.Namespace) -> Optional[np.ndarray]:
+        return side_by_side_banded(frame.image, result.label_map,
+                                   meta['palette'])
+
+    def enable_show_dir(self, cfg: Config, show_dir: str) -> str:
+        """mmseg's SegVisualizationHook; its LocalVisBackend writes the
+        images to ``show_dir/vis_data/vis_image`` (returned)."""
+        import os.path as osp
+        hooks = visualization_hooks(cfg)
+        if not hooks:
+            cfg.setdefault('default_hooks', {})['visualization'] = dict(
+                type='mmseg.SegVisualizationHook')
+            if not cfg.get('visualizer'):
+                cfg.visualizer = dict(
+                    type='mmseg.SegLocalVisualizer', alpha=0.5,
+                    vis_backends=[dict(type='LocalVisBackend')])
+            hooks = visualization_hooks(cfg)
+        for hook in hooks:
+            hook.update(interval=1, draw=True)
+        if cfg.get('visualizer') is not None:
+            cfg.visualizer['save_dir'] = show_dir
+        return osp.join(show_dir, 'vis_data', 'vis_image')
