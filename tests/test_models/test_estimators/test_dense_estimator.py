@@ -126,6 +126,16 @@ def test_flip_test_is_mirror_equivariant(task):
     assert not torch.allclose(getattr(single, field).data, a, atol=1e-4)
 
 
+def test_only_whole_image_inference_is_accepted():
+    with pytest.raises(ValueError, match="'slide'"):
+        MODELS.build(dict(
+            type='DenseEstimator',
+            backbone=dict(type='Sapiens2', arch=SMALL_ARCH, img_size=(64, 48),
+                          out_type='featmap', init_cfg=None),
+            decode_head=dict(type='NormalHead', in_channels=32),
+            test_cfg=dict(mode='slide')))
+
+
 def _view(**fields):
     sample = DenseDataSample(metainfo=dict(
         {k: v for k, v in fields.items() if not torch.is_tensor(v)}))
