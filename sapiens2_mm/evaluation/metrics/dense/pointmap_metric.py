@@ -219,10 +219,11 @@ class PointmapMetric(BaseDenseMetric):
         p_hat = pred_points.permute(1, 2, 0)[keep]
         p_gt = gt_points.permute(1, 2, 0)[keep]
         d_hat, d_gt = pred_depth[keep], gt_depth[keep]
+        gt_norm = p_gt.norm(dim=1)
         out: Dict[str, float] = {}
         for mode in self.alignments:
-            for key, value in point_errors(align(p_hat, p_gt, mode),
-                                           p_gt).items():
+            for key, value in point_errors(align(p_hat, p_gt, mode), p_gt,
+                                           gt_norm).items():
                 out[f'pointmap_{mode}/{key}'] = value
             aligned = align(d_hat, d_gt, mode).clamp_min(self.min_pred_depth)
             for key, value in depth_errors(aligned, d_gt).items():
