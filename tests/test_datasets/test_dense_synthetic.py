@@ -117,7 +117,9 @@ def test_normal_conventions():
     np.testing.assert_array_equal(away.normal, -base.normal)
     np.testing.assert_array_equal(opengl.normal,
                                   base.normal * np.array([1, -1, -1]))
-    assert (opengl.normal[base.mask, 2] > 0).all()
+    # Toward the camera in the OpenGL frame too (rays there are (x, -y, -z)).
+    rays = backproject(np.ones_like(base.depth), base.cam_K) * [1, -1, -1]
+    assert (np.sum(opengl.normal * rays, axis=-1)[base.mask] < 0).all()
     assert set(NORMAL_CONVENTIONS) == {'opencv', 'opencv_away', 'opengl'}
     with pytest.raises(ValueError, match='normal_convention'):
         render_scene(0, 64, 48, normal_convention='metric3d')

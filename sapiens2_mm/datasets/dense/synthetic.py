@@ -18,11 +18,12 @@ Conventions (the ones the dense datasets read):
 * Normals: unit vectors in the camera frame. ``normal_convention`` selects
   how they are written (see :data:`NORMAL_CONVENTIONS`):
   ``'opencv'`` (default) keeps the OpenCV axes with normals pointing toward
-  the camera (a surface facing the camera has n_z < 0); ``'opencv_away'``
+  the camera (n . ray < 0 for the viewing ray of the pixel, so a surface
+  straight ahead has n_z < 0); ``'opencv_away'``
   negates them (pointing away from the camera, the orientation of
   ``cross(right, down)`` on a back-projected pointmap); ``'opengl'`` uses
   x right, y up, z toward the viewer (n_opengl = (n_x, -n_y, -n_z) of the
-  toward-camera OpenCV normal, so facing surfaces have n_z > 0).
+  toward-camera OpenCV normal, so a surface straight ahead has n_z > 0).
 * Albedo: sRGB values in [0, 1], quantised to k/255 so the PNG stores them
   exactly. Shading is applied in linear RGB and the image is re-encoded
   to sRGB.
