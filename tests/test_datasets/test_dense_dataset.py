@@ -285,3 +285,22 @@ def test_skip_bad_counts_instead_of_raising(tmp_path):
     dataset = _dataset('normal', root, pipeline=[])
     assert load(dataset.get_data_info(0)) is None
     assert load.transforms[1].skipped == {'bad file': 1}
+
+
+def test_config_dataloaders_batch_dense_samples():
+    """The base config's loaders (placeholder root swapped for the sample)
+    build through mmengine and collate DenseDataSample lists."""
+    from mmengine.runner import Runner
+    cfg = Config.fromfile(osp.join(REPO_DIR, 'configs', '_base_', 'datasets',
+                                   'pointmap-1024x768.py'))
+    for name in ('train_dataloader', 'val_dataloader'):
+        loader_cfg = cfg[name].copy()
+        loader_cfg.update(batch_size=2, num_workers=0,
+                          persistent_workers=False)
+        loader_cfg.dataset.data_root = SAMPLE
+        loader = Runner.build_dataloader(loader_cfg, seed=0)
+        batch = next(iter(loader))
+        assert len(batch['inputs']) == 2
+        assert batch['inputs'][0].shape == (3, 1024, 768)
+        assert [type(s).__name__ for s in batch['data_samples']] == \
+            ['DenseDataSample'] * 2
