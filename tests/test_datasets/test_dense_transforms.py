@@ -362,3 +362,9 @@ def test_crop_offsets_reach_both_ends_and_stay_inside():
         xs.add(-out['cam_K'][0, 2])
     assert sizes == {(20, 20)}  # never one pixel short
     assert min(xs) == 0 and max(xs) == 20
+
+
+def test_skip_logging_is_rate_limited():
+    from sapiens2_mm.datasets.dense.transforms.reporting import should_log
+    assert [c for c in range(1, 20001) if should_log(c)] == \
+        list(range(1, 11)) + [100, 1000, 10000]
