@@ -6,6 +6,7 @@ import shutil
 import cv2
 import numpy as np
 import pytest
+import torch
 from mmengine.config import Config
 from mmengine.dataset import Compose
 
@@ -304,3 +305,24 @@ def test_config_dataloaders_batch_dense_samples():
         assert batch['inputs'][0].shape == (3, 1024, 768)
         assert [type(s).__name__ for s in batch['data_samples']] == \
             ['DenseDataSample'] * 2
+
+
+@pytest.mark.parametrize('task', ['normal', 'pointmap', 'albedo'])
+def test_tta_pipeline_packs_a_plain_and_a_mirrored_view(task):
+    cfg = Config.fromfile(osp.join(REPO_DIR, 'configs', '_base_', 'datasets',
+                                   f'{task}-1024x768.py'))
+    dataset = _dataset(task, pipeline=cfg.tta_pipeline, test_mode=True)
+    out = dataset[0]
+    plain, mirrored = out['inputs']
+    assert torch.equal(mirrored, plain.flip(-1))
+    s0, s1 = out['data_samples']
+    assert (s0.flip, s1.flip) == (False, True)
+    assert s1.flip_direction == 'horizontal'
+    # The targets are the same original-size maps in both views.
+    field = dict(normal='gt_normal', pointmap='gt_pointmap',
+                 albedo='gt_albedo')[task]
+    assert torch.equal(getattr(s0, field).data, getattr(s1, field).data)
+    assert getattr(s0, field).shape == (256, 192)
+    if task == 'pointmap':
+        assert s0.canonical_scale == s1.canonical_scale
+        assert s1.cam_K[0, 2] == pytest.approx(767 - s0.cam_K[0, 2])

@@ -368,3 +368,16 @@ def test_skip_logging_is_rate_limited():
     from sapiens2_mm.datasets.dense.transforms.reporting import should_log
     assert [c for c in range(1, 20001) if should_log(c)] == \
         list(range(1, 11)) + [100, 1000, 10000]
+
+
+def test_flip_without_targets_mirrors_only_image_and_its_intrinsics():
+    results = coordinate_sample()
+    out = TRANSFORMS.build(dict(type='DenseRandomFlip', prob=1.0,
+                                flip_targets=False))(results)
+    assert out['flip']
+    np.testing.assert_array_equal(out['img'][:, 0, 0], W - 1)
+    np.testing.assert_array_equal(out['gt_depth'], coordinate_sample()[
+        'gt_depth'])
+    assert out['cam_K'][0, 2] == pytest.approx(W - 1 - K0[0, 2])
+    np.testing.assert_array_equal(out['gt_cam_K'], K0)
+    np.testing.assert_array_equal(out['cam_extrinsics'], M0)
