@@ -381,3 +381,24 @@ def test_flip_without_targets_mirrors_only_image_and_its_intrinsics():
     assert out['cam_K'][0, 2] == pytest.approx(W - 1 - K0[0, 2])
     np.testing.assert_array_equal(out['gt_cam_K'], K0)
     np.testing.assert_array_equal(out['cam_extrinsics'], M0)
+
+
+def test_official_convention_reproduces_the_official_formulas():
+    """Official K updates: scale fx, fy, cx, cy by the drawn s; letterbox
+    by r = min(W / w, H / h) then add the offsets (hand-computed)."""
+    np.random.seed(0)
+    s = 1.3
+    out = TRANSFORMS.build(dict(type='DenseRandomScale', scale_range=(s, s),
+                                prob=1.0, pixel_convention='official'))(
+        dict(img=np.zeros((H, W, 3), np.uint8), cam_K=K0.copy()))
+    assert out['img'].shape[:2] == (78, 104)  # round(60 * 1.3), round(80 * 1.3)
+    np.testing.assert_allclose(out['cam_K'], [[70 * s, 0, 41.3 * s],
+                                              [0, 72 * s, 28.6 * s],
+                                              [0, 0, 1]])
+    out = TRANSFORMS.build(dict(type='DenseResizePad', height=256, width=192,
+                                pixel_convention='official'))(
+        dict(img=np.zeros((H, W, 3), np.uint8), cam_K=K0.copy()))
+    r = 2.4  # min(192 / 80, 256 / 60); 144 rows, offset (256 - 144) // 2
+    np.testing.assert_allclose(out['cam_K'], [[70 * r, 0, 41.3 * r],
+                                              [0, 72 * r, 28.6 * r + 56],
+                                              [0, 0, 1]])
