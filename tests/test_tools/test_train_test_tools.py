@@ -435,3 +435,13 @@ def test_load_from_official_pose_layout_keeps_head(tmp_path):
     for key, value in source.items():
         torch.testing.assert_close(saved[key], value, rtol=0, atol=0,
                                    msg=key)
+
+
+def test_sample_job_tests_the_checkpoint_training_wrote():
+    """run_sample_job.sh passes its arguments to train.py (e.g.
+    train_cfg.max_iters=N), so the checkpoint name is not fixed."""
+    with open(osp.join(REPO_DIR, 'tools', 'run_sample_job.sh')) as f:
+        script = f.read()
+    assert 'iter_300' not in script
+    assert 'checkpoint=$(cat "$work_dir/last_checkpoint")' in script
+    assert 'tools/test.py "$config" "$checkpoint"' in script
