@@ -447,3 +447,16 @@ def test_sample_job_tests_the_checkpoint_training_wrote():
     assert 'iter_300' not in script
     assert 'checkpoint=$(cat "$work_dir/last_checkpoint")' in script
     assert 'tools/test.py "$config" "$checkpoint"' in script
+
+
+def test_plain_checkpoint_hook_is_made_atomic():
+    cfg = Config.fromfile(WORKFLOW_CFG)
+    cfg.default_hooks.checkpoint.type = 'CheckpointHook'
+    notes = []
+    train_tool.use_atomic_checkpoints(cfg, notes)
+    assert cfg.default_hooks.checkpoint.type == 'AtomicCheckpointHook'
+    assert cfg.default_hooks.checkpoint.max_keep_ckpts == 3  # arguments kept
+    assert 'AtomicCheckpointHook' in notes[0]
+    base = Config.fromfile(osp.join(REPO_DIR, 'configs', '_base_',
+                                    'default_runtime.py'))
+    assert base.default_hooks.checkpoint.type == 'AtomicCheckpointHook'
