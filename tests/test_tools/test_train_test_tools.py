@@ -460,3 +460,29 @@ def test_plain_checkpoint_hook_is_made_atomic():
     base = Config.fromfile(osp.join(REPO_DIR, 'configs', '_base_',
                                     'default_runtime.py'))
     assert base.default_hooks.checkpoint.type == 'AtomicCheckpointHook'
+
+
+@pytest.mark.slow
+def test_real_sigint_exits_130_without_traceback(trained, tmp_path):
+    """A real Ctrl-C (SIGINT to the process) once iter_3.pth is written."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    work = str(tmp_path / 'w')
+    env = dict(os.environ, SAPIENS2_WORKFLOW_DATA=trained.data,
+               OMP_NUM_THREADS='1')
+    proc = subprocess.Popen(
+        [sys.executable, TRAIN, WORKFLOW_CFG, '--work-dir', work,
+         '--cfg-options', 'train_cfg.max_iters=1000'], cwd=REPO_DIR, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 240
+    while not osp.exists(osp.join(work, 'last_checkpoint')):
+        assert proc.poll() is None and time.time() < deadline
+        time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-2000:]
+    assert 'Traceback' not in err
+    assert 'Last complete checkpoint: ' in err and '--resume' in err
+    assert not osp.exists(osp.join(work, '.train.lock'))
