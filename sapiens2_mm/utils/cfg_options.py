@@ -130,7 +130,7 @@ def _accepted_args(type_value) -> Optional[Set[str]]:
 def _allowed_new_keys(path: Sequence[str], parent) -> Optional[Set[str]]:
     """Keys that may be added to ``parent`` (found at ``path``); None: any."""
     if not path:
-        return RUNNER_KEYS
+        return RUNNER_KEYS | TOOL_KEYS
     if isinstance(parent, Mapping) and 'type' in parent:
         return _accepted_args(parent['type'])
     if len(path) == 1 and path[0].endswith('_dataloader'):

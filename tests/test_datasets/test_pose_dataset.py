@@ -239,3 +239,23 @@ def test_blur_and_coarse_dropout():
                                   cv2.medianBlur(noisy, 5))
     with pytest.raises(ValueError, match='hole_ratio'):
         TRANSFORMS.build(dict(type='RandomCoarseDropout', hole_ratio=(0.5, 0.2)))
+
+
+def test_non_finite_boxes_and_keypoints_are_skipped(coco_dir, tmp_path):
+    """np.clip keeps NaN, so a NaN box passed the empty-box test before."""
+    def edit(data):
+        anns = data['annotations']
+        anns[0]['bbox'] = [float('nan'), 10.0, 50.0, 80.0]
+        anns[1]['bbox'] = [10.0, 10.0, float('inf'), 80.0]
+        kpts = np.asarray(anns[2]['goliath_wholebody_kpts']).reshape(308, 3)
+        kpts[np.flatnonzero(kpts[:, 2] > 0)[0], 0] = float('nan')
+        anns[2]['goliath_wholebody_kpts'] = kpts.ravel().tolist()
+    ds = _dataset(coco_dir, _to_308(coco_dir, tmp_path, edit))
+    assert ds.skipped['non-finite bbox'] == 2
+    assert ds.skipped['non-finite labelled keypoint'] == 1
+    for i in range(len(ds)):
+        info = ds.get_data_info(i)
+        assert np.isfinite(info['bbox']).all()
+        assert np.isfinite(info['keypoints'][info['keypoints_visible'] > 0]
+                           ).all()
+    assert len(ds) + sum(ds.skipped.values()) == 14

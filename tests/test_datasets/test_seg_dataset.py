@@ -266,3 +266,30 @@ def test_missing_label_file_is_named_at_load(bad_root):
 def test_missing_image_folder_is_reported(tmp_path):
     with pytest.raises(FileNotFoundError, match='data_prefix.img_path'):
         _dataset(root=str(tmp_path))
+
+
+@pytest.mark.parametrize('test_mode', [False, True])
+def test_label_map_entirely_ignore_is_skipped_in_training(bad_root, test_mode,
+                                                          caplog):
+    name = '000000000785'
+    path = bad_root / 'labels' / f'{name}.png'
+    label = cv2.imread(str(path), 0)
+    cv2.imwrite(str(path), np.full_like(label, 255))
+    dataset = _dataset([dict(type='Sapiens2LoadImage'),
+                        dict(type='LoadSegAnnotations'),
+                        dict(type='mmseg.PackSegInputs')], root=str(bad_root),
+                       test_mode=test_mode)
+    idx = [osp.basename(dataset.get_data_info(i)['img_path'])
+           for i in range(len(dataset))].index(f'{name}.jpg')
+    sample = dataset[idx]
+    got = osp.basename(sample['data_samples'].img_path)
+    if test_mode:
+        assert got == f'{name}.jpg'  # kept: the metrics ignore its pixels
+    else:
+        assert got != f'{name}.jpg'  # another sample was drawn
+        assert (sample['data_samples'].gt_sem_seg.data != 255).any()
+    assert dataset.skipped['label map entirely ignore_index'] == 1
+    for i in range(len(dataset)):
+        if i != idx:
+            dataset[i]  # labelled maps are not counted
+    assert dataset.skipped['label map entirely ignore_index'] == 1

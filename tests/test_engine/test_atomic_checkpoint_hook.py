@@ -68,3 +68,33 @@ def test_misspelt_argument_refused_when_built():
     with pytest.raises(TypeError, match="'intervall' \\(did you mean "
                        "'interval'\\?\\)"):
         AtomicCheckpointHook(intervall=1)
+
+
+def test_failed_best_save_keeps_previous_best(tmp_path, monkeypatch):
+    runner = toy_runner(tmp_path, max_iters=1, name='atomic_best',
+                        checkpoint=dict(save_best='acc', rule='greater'))
+    runner.train()
+    hook = next(h for h in runner.hooks if hasattr(h, 'save_best'))
+    hook._save_best_checkpoint(runner, {'acc': 1.0})
+    first = osp.join(str(tmp_path), 'best_acc_iter_1.pth')
+    assert checkpoint_problem(first) is None
+    runner.train_loop._iter = 2
+    real_put = LocalBackend.put
+
+    def failing_put(self, obj, filepath):
+        with open(filepath, 'wb') as f:
+            f.write(obj[:len(obj) // 2])
+        raise OSError(errno.ENOSPC, 'No space left on device')
+
+    monkeypatch.setattr(LocalBackend, 'put', failing_put)
+    with pytest.raises(OSError):
+        hook._save_best_checkpoint(runner, {'acc': 2.0})
+    assert checkpoint_problem(first) is None  # mmengine removed it first
+    names = os.listdir(tmp_path)
+    assert 'best_acc_iter_2.pth' not in names
+    assert not [n for n in names if n.endswith('.part')]
+    monkeypatch.setattr(LocalBackend, 'put', real_put)
+    hook._save_best_checkpoint(runner, {'acc': 2.0})
+    assert checkpoint_problem(osp.join(str(tmp_path),
+                                       'best_acc_iter_2.pth')) is None
+    assert not osp.exists(first)

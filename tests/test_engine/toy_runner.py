@@ -67,4 +67,5 @@ def toy_runner(work_dir, max_iters=3, checkpoint=None, custom_hooks=None,
         randomness=dict(seed=0),
         resume=resume,
         load_from=load_from,
+        default_scope='sapiens2_mm',  # Runner's default would be 'mmengine'
         experiment_name=name)

@@ -322,3 +322,167 @@ def test_tta_without_tta_model_is_refused(tmp_path):
     ckpt.write_bytes(b'')
     with pytest.raises(SystemExit, match='flip_test'):
         test_tool.main([pose_tiny, str(ckpt), '--tta'])
+
+
+def _checkpoints(work):
+    return sorted(n for n in os.listdir(work) if n.endswith('.pth'))
+
+
+def test_ctrl_c_prints_checkpoint_and_resume_command(trained, tmp_path,
+                                                     monkeypatch, capsys):
+    """Ctrl-C after iteration 4 (iter_3.pth saved): a message and exit 130;
+    the printed command resumes and finishes the schedule."""
+    import shlex
+
+    from mmengine.runner import IterBasedTrainLoop
+    monkeypatch.setenv('SAPIENS2_WORKFLOW_DATA', trained.data)
+    real_run_iter = IterBasedTrainLoop.run_iter
+
+    def interrupted(self, data_batch):
+        if self._iter == 4:
+            raise KeyboardInterrupt
+        return real_run_iter(self, data_batch)
+
+    monkeypatch.setattr(IterBasedTrainLoop, 'run_iter', interrupted)
+    work = str(tmp_path / 'w')
+    with pytest.raises(SystemExit) as exit_info:
+        train_tool.main([WORKFLOW_CFG, '--work-dir', work, '--cfg-options',
+                         'experiment_name=ctrl_c'])
+    assert exit_info.value.code == 130
+    err = capsys.readouterr().err
+    assert 'Traceback' not in err
+    assert 'interrupted at iteration 4' in err
+    assert f'Last complete checkpoint: {osp.join(work, "iter_3.pth")}' in err
+    command = err.split('Resume with:\n')[1].strip().splitlines()[0]
+    argv = shlex.split(command)
+    assert argv[:2] == ['python', 'tools/train.py'] and argv[-1] == '--resume'
+    assert not osp.exists(osp.join(work, '.train.lock'))  # released
+    monkeypatch.setattr(IterBasedTrainLoop, 'run_iter', real_run_iter)
+    argv = [a.replace('experiment_name=ctrl_c', 'experiment_name=resumed')
+            for a in argv[2:]]
+    with open(osp.join(work, 'iter_3.pth'), 'rb') as f:
+        ckpt3 = f.read()
+    train_tool.main(argv)
+    ckpt = torch.load(osp.join(work, 'iter_6.pth'), map_location='cpu',
+                      weights_only=True)
+    assert ckpt['meta']['iter'] == 6
+    with open(osp.join(work, 'iter_3.pth'), 'rb') as f:
+        assert f.read() == ckpt3  # resumed after it, not rewritten from 0
+
+
+def test_second_training_in_same_work_dir_refused(trained, tmp_path,
+                                                  monkeypatch):
+    import socket
+    monkeypatch.setenv('SAPIENS2_WORKFLOW_DATA', trained.data)
+    work = tmp_path / 'w'
+    work.mkdir()
+    with open(work / '.train.lock', 'w') as f:  # a live training here
+        json.dump(dict(pid=os.getppid(), host=socket.gethostname(),
+                       started='now', command='train.py other'), f)
+    with pytest.raises(SystemExit, match='in use by another training'):
+        train_tool.main([WORKFLOW_CFG, '--work-dir', str(work)])
+    assert sorted(os.listdir(work)) == ['.train.lock']  # nothing written
+
+
+def _other_size_checkpoint(path):
+    from mmengine.registry import MODELS
+
+    from sapiens2_mm.utils import register_all_modules
+    register_all_modules(init_default_scope=False)
+    other = Config.fromfile(WORKFLOW_CFG).model
+    other.backbone.arch.update(embed_dims=48)
+    other.decode_head.in_channels = 48
+    torch.save({'state_dict': MODELS.build(other).state_dict()}, path)
+
+
+def test_load_from_mismatch_stops_before_first_iteration(trained, tmp_path,
+                                                         monkeypatch, caplog):
+    monkeypatch.setenv('SAPIENS2_WORKFLOW_DATA', trained.data)
+    other = str(tmp_path / 'other.pth')
+    _other_size_checkpoint(other)
+    work = str(tmp_path / 'w')
+    with pytest.raises(SystemExit, match='does not fit') as err:
+        train_tool.main([WORKFLOW_CFG, '--work-dir', work, '--cfg-options',
+                         f'load_from={other}', 'experiment_name=lf_bad'])
+    assert 'shape mismatch' in str(err.value)
+    assert _checkpoints(work) == []
+    # an intentional partial load trains, and the log lists what was left out
+    train_tool.main([WORKFLOW_CFG, '--work-dir', work, '--load-partial',
+                     '--cfg-options', f'load_from={other}',
+                     'train_cfg.max_iters=1', 'experiment_name=lf_partial'])
+    assert _checkpoints(work) == ['iter_1.pth']
+
+
+def test_load_from_official_pose_layout_keeps_head(tmp_path):
+    """An official pose .safetensors (head under ``decode_head.``) given as
+    load_from: every tensor, head included, is what training starts from."""
+    from mmengine.registry import MODELS
+    from safetensors.torch import save_file
+    pose_cfg = osp.join(REPO_DIR, 'configs', 'pose',
+                        'sapiens2-tiny_1xb12-300_cocosample-128x96.py')
+    source = MODELS.build(Config.fromfile(pose_cfg).model).state_dict()
+    official = {('decode_head.' + k[len('head.'):] if k.startswith('head.')
+                 else k): v.contiguous() for k, v in source.items()}
+    path = str(tmp_path / 'sapiens2_pose_official.safetensors')
+    save_file(official, path)
+    work = str(tmp_path / 'w')
+    # lr 0: the one training step leaves the loaded weights unchanged
+    train_tool.main([pose_cfg, '--work-dir', work, '--cfg-options',
+                     f'load_from={path}', 'train_cfg.max_iters=1',
+                     'train_cfg.val_begin=2', 'optim_wrapper.optimizer.lr=0.0',
+                     'experiment_name=lf_pose'])
+    saved = torch.load(osp.join(work, 'iter_1.pth'), map_location='cpu',
+                       weights_only=True)['state_dict']
+    assert saved.keys() == source.keys()
+    for key, value in source.items():
+        torch.testing.assert_close(saved[key], value, rtol=0, atol=0,
+                                   msg=key)
+
+
+def test_sample_job_tests_the_checkpoint_training_wrote():
+    """run_sample_job.sh passes its arguments to train.py (e.g.
+    train_cfg.max_iters=N), so the checkpoint name is not fixed."""
+    with open(osp.join(REPO_DIR, 'tools', 'run_sample_job.sh')) as f:
+        script = f.read()
+    assert 'iter_300' not in script
+    assert 'checkpoint=$(cat "$work_dir/last_checkpoint")' in script
+    assert 'tools/test.py "$config" "$checkpoint"' in script
+
+
+def test_plain_checkpoint_hook_is_made_atomic():
+    cfg = Config.fromfile(WORKFLOW_CFG)
+    cfg.default_hooks.checkpoint.type = 'CheckpointHook'
+    notes = []
+    train_tool.use_atomic_checkpoints(cfg, notes)
+    assert cfg.default_hooks.checkpoint.type == 'AtomicCheckpointHook'
+    assert cfg.default_hooks.checkpoint.max_keep_ckpts == 3  # arguments kept
+    assert 'AtomicCheckpointHook' in notes[0]
+    base = Config.fromfile(osp.join(REPO_DIR, 'configs', '_base_',
+                                    'default_runtime.py'))
+    assert base.default_hooks.checkpoint.type == 'AtomicCheckpointHook'
+
+
+@pytest.mark.slow
+def test_real_sigint_exits_130_without_traceback(trained, tmp_path):
+    """A real Ctrl-C (SIGINT to the process) once iter_3.pth is written."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    work = str(tmp_path / 'w')
+    env = dict(os.environ, SAPIENS2_WORKFLOW_DATA=trained.data,
+               OMP_NUM_THREADS='1')
+    proc = subprocess.Popen(
+        [sys.executable, TRAIN, WORKFLOW_CFG, '--work-dir', work,
+         '--cfg-options', 'train_cfg.max_iters=1000'], cwd=REPO_DIR, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 240
+    while not osp.exists(osp.join(work, 'last_checkpoint')):
+        assert proc.poll() is None and time.time() < deadline
+        time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-2000:]
+    assert 'Traceback' not in err
+    assert 'Last complete checkpoint: ' in err and '--resume' in err
+    assert not osp.exists(osp.join(work, '.train.lock'))

@@ -94,3 +94,10 @@ def test_max_iters_moves_scheduler(new):
         assert lrs[500] == pytest.approx(1.0)
     assert lrs[-1] == 0.0 and lrs[-2] > 0.0
     assert cfg.param_scheduler[0].end == cfg.param_scheduler[1].begin
+
+
+def test_tool_keys_accepted_at_top_level():
+    cfg = Config.fromfile(WORKFLOW_CFG)
+    assert find_unknown_cfg_options(cfg, {'load_partial': True}) == {}
+    assert apply_cfg_options(cfg, {'load_partial': True}) == []
+    assert cfg.load_partial is True

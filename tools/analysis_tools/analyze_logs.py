@@ -125,8 +125,11 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None):
     args = parse_args(argv)
+    from sapiens2_mm.utils.output_paths import OutputPathError, check_output_file
     try:
         if args.task == 'plot_curve':
+            check_output_file(args.out, inputs=[
+                p for p in args.logs if osp.isfile(p)], what='--out image')
             out = plot_curve(args.logs, args.keys, args.out, args.title,
                              args.legend)
             print(f'Saved {out}')
@@ -136,7 +139,7 @@ def main(argv=None):
                 print(f'{log}: {stats["mean"]:.4f} s/iter on average, slowest '
                       f'{stats["slowest"]:.4f}, fastest {stats["fastest"]:.4f}'
                       f', std {stats["std"]:.4f}')
-    except (FileNotFoundError, KeyError, ValueError) as err:
+    except (FileNotFoundError, KeyError, ValueError, OutputPathError) as err:
         sys.exit(f'error: {err}')
 
 

@@ -109,6 +109,11 @@ def main(argv=None) -> list:
         sys.exit(f'error: {err}')
     if args.cfg_options:
         cfg.merge_from_dict(args.cfg_options)
+    from sapiens2_mm.utils.output_paths import OutputPathError, check_writable_dir
+    try:
+        check_writable_dir(args.output_dir, '--output-dir')
+    except OutputPathError as err:
+        sys.exit(f'error: {err}')
     loader = cfg.get(f'{args.phase}_dataloader')
     if not loader:
         sys.exit(f'error: {args.config} has no {args.phase}_dataloader')

@@ -28,17 +28,21 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main(argv=None) -> Config:
     args = parse_args(argv)
     from sapiens2_mm.utils import register_all_modules
-    from sapiens2_mm.utils.cfg_options import UnknownConfigKeyError, check_cfg_options
+    from sapiens2_mm.utils.cfg_options import UnknownConfigKeyError, apply_cfg_options
+    from sapiens2_mm.utils.output_paths import OutputPathError, check_output_file
     register_all_modules(init_default_scope=False)
     if not osp.isfile(args.config):
         sys.exit(f'error: config file not found: {args.config!r}')
-    cfg = Config.fromfile(args.config)
     try:
-        check_cfg_options(cfg, args.cfg_options)
-    except UnknownConfigKeyError as err:
+        if args.save_path:
+            check_output_file(args.save_path, inputs=[args.config],
+                              what='--save-path file')
+        cfg = Config.fromfile(args.config)
+        # the same checks and propagation as tools/train.py
+        for note in apply_cfg_options(cfg, args.cfg_options):
+            print(note)
+    except (UnknownConfigKeyError, OutputPathError) as err:
         sys.exit(f'error: {err}')
-    if args.cfg_options:
-        cfg.merge_from_dict(args.cfg_options)
     print(f'Config:\n{cfg.pretty_text}')
     if args.save_path:
         cfg.dump(args.save_path)

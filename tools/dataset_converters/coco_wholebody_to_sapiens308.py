@@ -130,13 +130,22 @@ def parse_args(argv=None):
     parser.add_argument('output', help='output json path')
     parser.add_argument('--keep-source-fields', action='store_true',
                         help='also keep the COCO-WholeBody keypoint fields')
+    parser.add_argument('--overwrite', action='store_true',
+                        help='replace an existing output file (never the '
+                        'input)')
     return parser, parser.parse_args(argv)
 
 
 def main(argv=None) -> int:
     parser, args = parse_args(argv)
+    from sapiens2_mm.utils.output_paths import OutputPathError, check_output_file
     if not osp.isfile(args.input):
         parser.error(f'input file {args.input!r} does not exist')
+    try:
+        check_output_file(args.output, inputs=[args.input],
+                          overwrite=args.overwrite, what='output json')
+    except OutputPathError as err:
+        parser.error(str(err))
     try:
         with open(args.input) as f:
             data = json.load(f)
@@ -146,9 +155,6 @@ def main(argv=None) -> int:
         out = convert(data, keep_source=args.keep_source_fields)
     except ValueError as err:
         parser.error(f'{args.input}: {err}')
-    out_dir = osp.dirname(osp.abspath(args.output))
-    if not osp.isdir(out_dir):
-        parser.error(f'output folder {out_dir!r} does not exist')
     with open(args.output, 'w') as f:
         json.dump(out, f)
     anns = out['annotations']

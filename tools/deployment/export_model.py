@@ -12,7 +12,6 @@ img_size). Pre-processing (resize/crop, ImageNet normalisation) and decoding
 model on batches of 1 and 2.
 """
 import argparse
-import os
 import os.path as osp
 import sys
 from typing import Dict, Optional, Tuple
@@ -129,9 +128,13 @@ def main(argv=None) -> int:
     if args.max_batch < 2:
         raise SystemExit('error: --max-batch must be >= 2 (torch.export '
                          'specialises a batch of 1 to a constant).')
+    from sapiens2_mm.utils.output_paths import OutputPathError, check_writable_dir
+    try:  # before the model is built and exported, which takes minutes
+        check_writable_dir(args.output, '--output folder')
+    except OutputPathError as err:
+        raise SystemExit(f'error: {err}') from None
     model = init_model(args.config, args.checkpoint, args.device)
     shape = tuple(args.shape or model.backbone.img_size)
-    os.makedirs(args.output, exist_ok=True)
     stem = osp.splitext(osp.basename(args.config))[0]
     program_path = osp.join(args.output, f'{stem}.pt2')
     torch.export.save(export_program(model, shape, args.max_batch),

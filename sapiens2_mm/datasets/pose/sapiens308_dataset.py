@@ -25,7 +25,8 @@ class Sapiens308Dataset(BaseCocoStyleDataset):
     length raises ``ValueError`` naming the annotation (the file is for another
     layout); annotations without ``bbox`` or keypoints, crowd annotations,
     boxes that are empty after clipping to the image (zero-area or fully
-    outside) and persons without labelled keypoints are skipped, counted in
+    outside), boxes or labelled keypoints with NaN/inf coordinates and
+    persons without labelled keypoints are skipped, counted in
     :attr:`skipped` (reason -> count) and summarised in one warning.
 
     Args:
@@ -75,8 +76,16 @@ class Sapiens308Dataset(BaseCocoStyleDataset):
                 f'Annotation id={ann.get("id")} in {self.ann_file} has bbox '
                 f'{ann["bbox"]}, expected [x, y, w, h].')
         kpts = flat.reshape(1, num_kpts, 3)
+        box = np.asarray(ann['bbox'], dtype=np.float64)
+        if not np.isfinite(box).all():
+            # np.clip keeps NaN and NaN comparisons are False, so the empty
+            # box test below would let it through (then black crops)
+            return self._skip('non-finite bbox')
+        labelled = kpts[0, :, 2] > 0
+        if not np.isfinite(kpts[0, labelled, :2]).all():
+            return self._skip('non-finite labelled keypoint')
         img_w, img_h = img['width'], img['height']
-        x, y, w, h = ann['bbox']
+        x, y, w, h = box
         x1, x2 = np.clip([x, x + w], 0, img_w - 1)
         y1, y2 = np.clip([y, y + h], 0, img_h - 1)
         visible = (kpts[..., 2] > 0).astype(np.float32)

@@ -1,7 +1,10 @@
 """Image + label-map dataset for the 29 Sapiens2 body-part classes."""
+import logging
 import os.path as osp
-from typing import List
+from collections import Counter
+from typing import List, Optional
 
+from mmengine.logging import print_log
 from mmseg.datasets import BaseSegDataset
 
 from sapiens2_mm.metainfo.seg29 import seg29_metainfo
@@ -16,8 +19,16 @@ class Seg29Dataset(BaseSegDataset):
     (classes, palette, class weights, flip swap pairs) and a check that every
     listed file exists (the error names the missing file).
 
+    A sample whose label map is entirely ``ignore_index`` after the pipeline
+    (an unlabelled image, or one whose labelled part was cropped away) would
+    train with loss 0 and report accuracy 100: in training it is skipped
+    (mmengine draws another sample), in test mode kept; either way it is
+    counted in :attr:`skipped` and logged (the first five, then at 10, 100,
+    1000 ...).
+
     Args:
         check_files: verify at load time that each image and label exists.
+        skip_all_ignored: the check above (on by default).
         **kwargs: :class:`BaseSegDataset` arguments (``data_root``,
             ``data_prefix``, ``ann_file``, ``pipeline``, ``img_suffix`` ...).
     """
@@ -25,8 +36,11 @@ class Seg29Dataset(BaseSegDataset):
     METAINFO = seg29_metainfo()
 
     def __init__(self, check_files: bool = True, img_suffix: str = '.jpg',
-                 seg_map_suffix: str = '.png', **kwargs) -> None:
+                 seg_map_suffix: str = '.png', skip_all_ignored: bool = True,
+                 **kwargs) -> None:
         self.check_files = check_files
+        self.skip_all_ignored = skip_all_ignored
+        self.skipped = Counter()
         super().__init__(img_suffix=img_suffix, seg_map_suffix=seg_map_suffix,
                          reduce_zero_label=False, **kwargs)
 
@@ -53,3 +67,35 @@ class Seg29Dataset(BaseSegDataset):
                             f'with the same name and suffix '
                             f'{self.seg_map_suffix!r}.')
         return data_list
+
+    def _all_ignored(self, results: dict) -> bool:
+        """Whether the sample's label map (before or after packing) holds
+        nothing but ``ignore_index``."""
+        seg = results.get('gt_seg_map')
+        sample = results.get('data_samples')
+        if seg is None and sample is not None and 'gt_sem_seg' in sample:
+            seg = sample.gt_sem_seg.data
+        if seg is None or tuple(seg.shape) == () or 0 in tuple(seg.shape):
+            return False
+        return bool((seg == self.ignore_index).all())
+
+    def prepare_data(self, idx: int) -> Optional[dict]:
+        """The pipeline output; in training None (mmengine then draws another
+        sample) when every label pixel is ``ignore_index``."""
+        results = super().prepare_data(idx)
+        if (results is None or not self.skip_all_ignored
+                or not self._all_ignored(results)):
+            return results
+        reason = 'label map entirely ignore_index'
+        self.skipped[reason] += 1
+        count = self.skipped[reason]
+        if count <= 5 or count in (10, 100, 1000, 10000):
+            action = ('kept (test mode; the metrics ignore it)' if
+                      self.test_mode else 'skipped, another sample is drawn')
+            print_log(
+                f'{type(self).__name__}: every pixel of the label map of '
+                f'{self.get_data_info(idx).get("img_path")} is '
+                f'{self.ignore_index} (ignore) after the pipeline, which would '
+                f'give loss 0 and accuracy 100: {action} ({count} so far in '
+                'this process).', logger='current', level=logging.WARNING)
+        return results if self.test_mode else None

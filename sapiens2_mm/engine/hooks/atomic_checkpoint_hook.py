@@ -14,6 +14,7 @@ applies to the old ``best_*.pth`` files of ``save_best``.
 Other storage backends (``backend_args`` for object stores) have no rename:
 they keep mmengine's behaviour.
 """
+import copy
 import difflib
 import os
 import os.path as osp
@@ -130,6 +131,25 @@ class AtomicCheckpointHook(CheckpointHook):
         for old in expired:
             _remove(osp.join(self.out_dir, self.filename_tmpl.format(old)))
 
+    def _best_state(self, runner) -> dict:
+        """What mmengine changes before a best save (to undo if it fails,
+        so the next evaluation still compares with the saved best)."""
+        info = runner.message_hub.runtime_info
+        return dict(path=getattr(self, 'best_ckpt_path', None),
+                    paths=copy.copy(getattr(self, 'best_ckpt_path_dict', None)),
+                    info={k: copy.deepcopy(info[k]) for k in _best_keys(runner)})
+
+    def _restore_best_state(self, runner, state: dict) -> None:
+        if hasattr(self, 'best_ckpt_path'):
+            self.best_ckpt_path = state['path']
+        if state['paths'] is not None:
+            self.best_ckpt_path_dict = state['paths']
+        for key in _best_keys(runner):
+            if key not in state['info']:
+                runner.message_hub.runtime_info.pop(key)
+        for key, value in state['info'].items():
+            runner.message_hub.update_info(key, value)
+
     def _save_best_checkpoint(self, runner, metrics) -> None:
         """mmengine's best-checkpoint logic, saved atomically, with the old
         ``best_*.pth`` removed only after the new one is complete."""
@@ -137,14 +157,28 @@ class AtomicCheckpointHook(CheckpointHook):
             return super()._save_best_checkpoint(runner, metrics)
         real_backend = self.file_backend
         self.file_backend = _DeferredRemoval(real_backend)
+        state = self._best_state(runner)
         try:
             super()._save_best_checkpoint(_AtomicSaveRunner(runner), metrics)
+        except BaseException:
+            self._restore_best_state(runner, state)
+            raise
         finally:
             pending = self.file_backend.pending
             self.file_backend = real_backend
+        current = {self.best_ckpt_path} if hasattr(
+            self, 'best_ckpt_path') else set(
+                getattr(self, 'best_ckpt_path_dict', {}).values())
+        current = {osp.realpath(p) for p in current if p}
         if is_main_process():
             for path in pending:
-                _remove(path)
+                if osp.realpath(path) not in current:
+                    _remove(path)
+
+
+def _best_keys(runner) -> list:
+    return [k for k in runner.message_hub.runtime_info
+            if k.startswith(('best_score', 'best_ckpt'))]
 
 
 def save_atomic(runner, out_dir: str, filename: str, **kwargs) -> str:
