@@ -9,8 +9,14 @@ REPO_DIR = osp.dirname(TESTS_DIR)
 PARITY_DIR = osp.join(DATA_DIR, 'official_parity')
 
 
-@pytest.fixture(scope='session', autouse=True)
+@pytest.fixture(autouse=True)
 def _registered_scope():
+    """Make 'sapiens2_mm' the current default scope before every test.
+
+    Some tests build upstream objects (mmseg / mmpose metrics, Runners) that
+    create another current scope; without this, whichever test runs next in
+    the same worker would look our types up in that scope.
+    """
     from sapiens2_mm.utils import register_all_modules
     register_all_modules()
 
