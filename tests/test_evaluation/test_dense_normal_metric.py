@@ -167,3 +167,18 @@ def test_official_resize_equals_bilinear_interpolation():
     a = _run([_case(gt, small)], pred_resize='official')
     b = _run([_case(gt, big)])
     np.testing.assert_allclose(a['normal_mae'], b['normal_mae'], rtol=1e-6)
+
+
+def test_through_mmengine_evaluator():
+    """The Evaluator passes ``to_dict()`` of DenseDataSample objects."""
+    from mmengine.evaluator import Evaluator
+
+    from sapiens2_mm.registry import METRICS
+    gt = random_unit((6, 5))
+    evaluator = Evaluator([METRICS.build(dict(type='NormalMetric'))])
+    evaluator.process(data_samples=[
+        _case(gt, rotate_by(gt, 9.0), f'{i}.png', as_dict=False)
+        for i in range(2)
+    ], data_batch={})
+    res = evaluator.evaluate(2)
+    assert res['normal_mae'] == pytest.approx(9.0, abs=1e-3)

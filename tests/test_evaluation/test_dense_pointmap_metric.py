@@ -71,6 +71,12 @@ def test_scaled_prediction_zero_only_under_scale_alignment():
     assert res['pointmap_none/delta1_p'] == 0.0
     assert res['depth_none/abs_rel'] == pytest.approx(0.3, rel=1e-6)
     assert res['depth_none/d1'] == 0.0 and res['depth_none/d2'] == 1.0
+    assert res['depth_none/d3'] == 1.0
+    depth = gt[2].double()
+    assert res['depth_none/sq_rel'] == pytest.approx(
+        float(0.09 * depth.mean()), rel=1e-5)
+    assert res['depth_none/rmse'] == pytest.approx(
+        float(0.3 * (depth**2).mean().sqrt()), rel=1e-5)
     assert res['depth_none/rmse_log'] == pytest.approx(math.log(1.3), rel=1e-6)
     assert res['depth_none/silog'] == pytest.approx(
         math.sqrt(0.5) * math.log(1.3), rel=1e-6)

@@ -29,6 +29,22 @@ test_pipeline = [
     dict(type='PackDenseInputs', test_mode=True),
 ]
 
+# Flip test: each view is packed with its own `flip` flag; the estimator's
+# test-time-augmentation wrapper mirrors the flipped prediction back (and
+# negates normal / pointmap x) before averaging. Targets are not flipped.
+tta_pipeline = [
+    dict(type='Sapiens2LoadImage'),
+    dict(type='LoadDenseAnnotations'),
+    dict(type='TestTimeAug',
+         transforms=[
+             [dict(type='DenseResizePad', height=height, width=width,
+                   size_rounding='floor', resize_targets=False)],
+             [dict(type='DenseRandomFlip', prob=0.0),
+              dict(type='DenseRandomFlip', prob=1.0, flip_targets=False)],
+             [dict(type='PackDenseInputs', test_mode=True)],
+         ]),
+]
+
 train_dataloader = dict(
     batch_size=7,
     num_workers=4,

@@ -73,13 +73,13 @@ class BaseDenseDataset(BaseDataset):
     def load_data_list(self) -> List[dict]:
         img_dir = self.data_prefix['img_path']
         images = self._index_folder(img_dir, self.IMG_SUFFIXES, 'image')
+        targets = {key: self._index_folder(self.data_prefix[key], suffixes,
+                                           what)
+                   for key, (_, suffixes, what) in self.TARGETS.items()}
         if not images:
             raise FileNotFoundError(
                 f'{type(self).__name__} found no {"/".join(self.IMG_SUFFIXES)} '
                 f'images in {img_dir!r}.')
-        targets = {key: self._index_folder(self.data_prefix[key], suffixes,
-                                           what)
-                   for key, (_, suffixes, what) in self.TARGETS.items()}
         data_list, missing = [], []
         for name, img_path in images.items():
             info = dict(img_path=img_path)

@@ -18,11 +18,12 @@ Conventions (the ones the dense datasets read):
 * Normals: unit vectors in the camera frame. ``normal_convention`` selects
   how they are written (see :data:`NORMAL_CONVENTIONS`):
   ``'opencv'`` (default) keeps the OpenCV axes with normals pointing toward
-  the camera (a surface facing the camera has n_z < 0); ``'opencv_away'``
+  the camera (n . ray < 0 for the viewing ray of the pixel, so a surface
+  straight ahead has n_z < 0); ``'opencv_away'``
   negates them (pointing away from the camera, the orientation of
   ``cross(right, down)`` on a back-projected pointmap); ``'opengl'`` uses
   x right, y up, z toward the viewer (n_opengl = (n_x, -n_y, -n_z) of the
-  toward-camera OpenCV normal, so facing surfaces have n_z > 0).
+  toward-camera OpenCV normal, so a surface straight ahead has n_z > 0).
 * Albedo: sRGB values in [0, 1], quantised to k/255 so the PNG stores them
   exactly. Shading is applied in linear RGB and the image is re-encoded
   to sRGB.
@@ -64,6 +65,8 @@ class SyntheticScene:
         depth: (H, W) float32 metric camera Z; 0 on the background.
         mask: (H, W) bool, pixels that hit a surface.
         primitive_id: (H, W) int16 index of the surface hit (-1 none).
+        primitive_names: name of each index: ``'figure'``, ``'floor'``,
+            ``'sphere'``, ``'box'`` or ``'wall'``.
         cam_K: (3, 3) float64 intrinsics.
         cam_extrinsics: (4, 4) float64 world-to-camera matrix.
         normal_convention: name in :data:`NORMAL_CONVENTIONS`.
@@ -75,6 +78,7 @@ class SyntheticScene:
     depth: np.ndarray
     mask: np.ndarray
     primitive_id: np.ndarray
+    primitive_names: Tuple[str, ...]
     cam_K: np.ndarray
     cam_extrinsics: np.ndarray
     normal_convention: str = 'opencv'
@@ -233,7 +237,7 @@ def _figure_parts(rng: np.random.Generator, yaw: float):
 
 
 def _scene_primitives(rng: np.random.Generator):
-    """World-frame primitives: (kind, params, texture)."""
+    """World-frame primitives: (name, kind, params, texture)."""
     prims = []
     clothes = [_random_texture(rng) for _ in range(3)]
     skin = _stripes(rng.uniform(0.5, 0.85, 3), rng.uniform(0.4, 0.8, 3),
@@ -241,16 +245,18 @@ def _scene_primitives(rng: np.random.Generator):
     for i, (kind, params) in enumerate(_figure_parts(rng,
                                                      rng.uniform(-0.6, 0.6))):
         texture = skin if kind == 'sphere' else clothes[i % 3]
-        prims.append((kind, params, texture))
+        prims.append(('figure', kind, params, texture))
     floor_c1, floor_c2 = _random_colour(rng), _random_colour(rng)
-    prims.append(('rect', (np.array([0.0, 0.0, 0.0]), np.array([0., 0., 1.]),
-                           np.array([1., 0., 0.]), np.array([0., 1., 0.]),
-                           2.0, 2.0), _checker(floor_c1, floor_c2, 0.25)))
+    floor = (np.zeros(3), np.array([0., 0., 1.]), np.array([1., 0., 0.]),
+             np.array([0., 1., 0.]), 2.0, 2.0)
+    prims.append(('floor', 'rect', floor,
+                  _checker(floor_c1, floor_c2, 0.25)))
     for _ in range(rng.integers(1, 4)):
         radius = rng.uniform(0.12, 0.3)
         ang, dist = rng.uniform(0, 2 * np.pi), rng.uniform(0.6, 1.6)
         centre = np.array([dist * np.cos(ang), dist * np.sin(ang), radius])
-        prims.append(('sphere', (centre, radius), _random_texture(rng)))
+        prims.append(('sphere', 'sphere', (centre, radius),
+                      _random_texture(rng)))
     for _ in range(rng.integers(1, 3)):
         half = rng.uniform(0.1, 0.3, size=3)
         ang, dist = rng.uniform(0, 2 * np.pi), rng.uniform(0.7, 1.7)
@@ -258,12 +264,12 @@ def _scene_primitives(rng: np.random.Generator):
         rot = np.array([[np.cos(yaw), -np.sin(yaw), 0],
                         [np.sin(yaw), np.cos(yaw), 0], [0, 0, 1.0]])
         centre = np.array([dist * np.cos(ang), dist * np.sin(ang), half[2]])
-        prims.append(('box', (centre, rot, half), _random_texture(rng)))
-    if rng.random() < 0.5:
-        prims.append(('rect', (np.array([0.0, -1.8, 1.0]),
-                               np.array([0., 1., 0.]), np.array([1., 0., 0.]),
-                               np.array([0., 0., 1.]), 1.8, 1.0),
+        prims.append(('box', 'box', (centre, rot, half),
                       _random_texture(rng)))
+    if rng.random() < 0.5:
+        wall = (np.array([0.0, -1.8, 1.0]), np.array([0., 1., 0.]),
+                np.array([1., 0., 0.]), np.array([0., 0., 1.]), 1.8, 1.0)
+        prims.append(('wall', 'rect', wall, _random_texture(rng)))
     return prims
 
 
@@ -350,7 +356,7 @@ def _render_once(rng: np.random.Generator, height: int, width: int,
     best_id = np.full(n_rays, -1, dtype=np.int16)
     pixel_index = np.arange(n_rays).reshape(height, width)
     prims = _scene_primitives(rng)
-    for idx, (kind, params, _) in enumerate(prims):
+    for idx, (_, kind, params, _) in enumerate(prims):
         cam_params = _to_camera(kind, params, ext)
         # Only the rays inside the primitive's projected bounding box.
         u0, u1, v0, v1 = _pixel_box(_bounding_sphere(kind, cam_params),
@@ -373,7 +379,7 @@ def _render_once(rng: np.random.Generator, height: int, width: int,
     p_cam = np.where(mask[:, None], best_t[:, None] * rays, 0.0)
     p_world = (p_cam - ext[:3, 3]) @ ext[:3, :3]
     albedo = np.zeros((n_rays, 3))
-    for idx, (_, _, texture) in enumerate(prims):
+    for idx, (_, _, _, texture) in enumerate(prims):
         sel = best_id == idx
         if sel.any():
             albedo[sel] = texture(p_world[sel])
@@ -401,6 +407,7 @@ def _render_once(rng: np.random.Generator, height: int, width: int,
                                                   width).astype(np.float32),
         mask=mask.reshape(height, width),
         primitive_id=best_id.reshape(height, width),
+        primitive_names=tuple(p[0] for p in prims),
         cam_K=cam_K, cam_extrinsics=ext,
         normal_convention=normal_convention)
 

@@ -49,9 +49,16 @@ class DenseEstimator(DepthEstimator):
 
     def __init__(self, backbone: dict, decode_head: dict,
                  test_cfg: Optional[dict] = None, **kwargs):
+        test_cfg = dict(mode='whole') if test_cfg is None else test_cfg
+        if test_cfg.get('mode', 'whole') != 'whole':
+            # Sliding windows would cut the pointmap scale branch's input and
+            # mix canonical frames; the dense heads predict whole images.
+            raise ValueError(
+                f"DenseEstimator supports test_cfg mode 'whole' only, got "
+                f"{test_cfg.get('mode')!r}; use flip_test=True for a flip "
+                'test.')
         super().__init__(backbone=backbone, decode_head=decode_head,
-                         test_cfg=dict(mode='whole') if test_cfg is None
-                         else test_cfg, **kwargs)
+                         test_cfg=test_cfg, **kwargs)
 
     def inference(self, inputs: Tensor, batch_img_metas: List[dict]):
         """Raw head outputs of the batch, with the flip test if configured."""

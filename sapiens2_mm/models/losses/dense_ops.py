@@ -15,7 +15,10 @@ import torch.nn.functional as F
 
 
 def as_float_mask(mask: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-    """(B, 1, H, W) bool / float mask as 0/1 in ``like``'s dtype.
+    """(B, 1, H, W) bool / float mask as 0/1 floats (at least float32).
+
+    Pixel counts stay exact under bf16 autocast (a bf16 sum of ~10^6 ones is
+    not).
 
     Raises:
         ValueError: the mask is not (B, 1, H, W) with ``like``'s B, H, W.
@@ -25,7 +28,7 @@ def as_float_mask(mask: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
         raise ValueError(
             f'valid_mask must be (B, 1, H, W) matching the prediction '
             f'{tuple(like.shape)}; got {tuple(mask.shape)}.')
-    return (mask > 0).to(like.dtype)
+    return (mask > 0).to(torch.promote_types(like.dtype, torch.float32))
 
 
 def check_same_shape(pred: torch.Tensor, target: torch.Tensor,

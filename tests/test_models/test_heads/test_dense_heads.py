@@ -262,3 +262,27 @@ def test_bad_padding_is_reported():
     with pytest.raises(ValueError, match='padding_size'):
         _head('NormalHead').postprocess_sample(
             torch.zeros(1, 3, 4, 4), 0, dict(padding_size=(2, 2, 0, 0)))
+
+
+@pytest.mark.parametrize('task', TASKS)
+def test_full_size_heads_reach_1024x768(task):
+    kind = {'normal': 'NormalHead', 'pointmap': 'PointmapHead',
+            'albedo': 'AlbedoHead'}[task]
+    with torch.device('meta'):
+        head = MODELS.build(dict(type=kind, in_channels=1536))
+        out = head(torch.empty(2, 1536, 64, 48))  # 1b feature of 1024x768
+    out = out if isinstance(out, tuple) else (out,)
+    assert out[0].shape == (2, 3, 1024, 768)
+    if task == 'pointmap':
+        assert out[1].shape == (2, 1)
+
+
+def test_official_scale_branch_is_tied_to_1024x768_unless_pooled():
+    with torch.device('meta'):
+        official = MODELS.build(dict(type='PointmapHead', in_channels=1536))
+        pooled = MODELS.build(dict(type='PointmapHead', in_channels=1536,
+                                   scale_pool_size=(8, 6)))
+        feat_640 = torch.empty(1, 1536, 40, 30)  # 640x480 input
+        with pytest.raises(ValueError, match='2560 features'):
+            official.forward_scale(feat_640)
+        assert pooled.forward_scale(feat_640).shape == (1, 1)

@@ -220,3 +220,14 @@ def test_missing_gt_and_bad_shapes_are_reported():
         loss(tensors['pred'], tensors['pred'][:, :2], tensors['mask'])
     with pytest.raises(ValueError, match='valid_mask'):
         loss(tensors['pred'], tensors['pred'], tensors['mask'][:, :, :3])
+
+
+def test_bf16_predictions_count_mask_pixels_exactly():
+    # 3001 valid pixels: a bf16 count would be 3008.
+    mask = torch.zeros(1, 1, 64, 48)
+    mask.view(-1)[:3001] = 1
+    pred = torch.randn(1, 3, 64, 48).bfloat16()
+    gt = torch.randn(1, 3, 64, 48)
+    loss = MODELS.build(dict(type='MaskedL1Loss'))
+    ref = ((pred.float() - gt).abs() * mask).sum() / 3001
+    assert loss(pred, gt, mask).item() == pytest.approx(ref.item(), rel=1e-6)

@@ -13,6 +13,7 @@ from sapiens2_mm.registry import TRANSFORMS
 from sapiens2_mm.structures import DENSE_TARGET_FIELDS, DenseDataSample
 
 from .fields import present_fields
+from .reporting import should_log
 
 DEFAULT_META_KEYS = ('img_path', 'sample_idx', 'ori_shape', 'img_shape',
                      'padding_size', 'scale_factor', 'flip', 'flip_direction',
@@ -30,7 +31,7 @@ class PackDenseInputs(BaseTransform):
     Training samples that fail the official filters are dropped (None: the
     mmengine dataset then draws another random index, as it does for any
     skipped training sample), counted per reason in :attr:`skipped` and
-    logged:
+    logged (the first ten of each reason, then the 100th, 1000th, ...):
 
     * mask with fewer than ``min_mask_pixels`` (16) valid pixels;
     * mask covering more than ``max_mask_ratio`` (0.96) of the image;
@@ -96,10 +97,12 @@ class PackDenseInputs(BaseTransform):
             reason = self._drop_reason(results)
             if reason is not None:
                 self.skipped[reason] += 1
-                print_log(
-                    f'Skipping training sample {results.get("img_path")}: '
-                    f'{reason}. Skipped so far: {dict(self.skipped)}.',
-                    logger='current', level=logging.WARNING)
+                if should_log(self.skipped[reason]):
+                    print_log(
+                        f'Skipping training sample {results.get("img_path")}'
+                        f': {reason}. Skipped so far (this worker): '
+                        f'{dict(self.skipped)}.', logger='current',
+                        level=logging.WARNING)
                 return None
         elif results.get('gt_mask') is not None and \
                 not results['gt_mask'].any():

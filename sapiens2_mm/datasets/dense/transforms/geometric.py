@@ -160,12 +160,19 @@ class DenseRandomFlip(BaseTransform):
     the world-to-camera extrinsics ``cam_extrinsics`` is negated (the camera
     x axis changes sign). Sets ``flip`` and ``flip_direction``.
 
+    With ``flip_targets=False`` (flip test: the targets stay at the original
+    size, the estimator mirrors its prediction back because ``flip`` is
+    set) only the image and its intrinsics ``cam_K`` are mirrored; targets,
+    ``gt_cam_K`` and the extrinsics are left as they are.
+
     Args:
         prob: probability of flipping (0.3).
+        flip_targets: also flip the targets, ``gt_cam_K`` and extrinsics.
     """
 
-    def __init__(self, prob: float = 0.3) -> None:
+    def __init__(self, prob: float = 0.3, flip_targets: bool = True) -> None:
         self.prob = prob
+        self.flip_targets = flip_targets
 
     def transform(self, results: dict) -> dict:
         flip = bool(np.random.rand() < self.prob)
@@ -175,9 +182,12 @@ class DenseRandomFlip(BaseTransform):
             return results
         width = results['img'].shape[1]
         results['img'] = np.ascontiguousarray(results['img'][:, ::-1])
+        update_cameras(results, lambda K: flip_intrinsics(K, width),
+                       targets_moved=self.flip_targets)
+        if not self.flip_targets:
+            return results
         for key in present_fields(results):
             results[key] = flip_field(key, results[key])
-        update_cameras(results, lambda K: flip_intrinsics(K, width))
         if results.get('cam_extrinsics') is not None:
             results['cam_extrinsics'] = flip_extrinsics(
                 results['cam_extrinsics'])

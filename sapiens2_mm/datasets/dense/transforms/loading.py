@@ -16,6 +16,8 @@ from mmengine.logging import print_log
 
 from sapiens2_mm.registry import TRANSFORMS
 
+from .reporting import should_log
+
 
 class DenseFileError(ValueError):
     """A ground-truth file is missing, unreadable or malformed."""
@@ -134,7 +136,8 @@ class LoadDenseAnnotations(BaseTransform):
         depth_invalid: ``'nonpositive'`` or ``'nan'`` (official).
         normal_norm_tolerance: see above; None re-normalises anything.
         skip_bad: return None (skip the sample, count it in
-            :attr:`skipped` and log it) instead of raising on a bad file.
+            :attr:`skipped` and log it: the first ten, then the 100th,
+            1000th, ...) instead of raising on a bad file.
             For training only: test-time datasets refuse None.
 
     Adds ``num_invalid_pixels`` (pixels removed from the mask).
@@ -219,7 +222,9 @@ class LoadDenseAnnotations(BaseTransform):
             if not self.skip_bad:
                 raise
             self.skipped['bad file'] += 1
-            print_log(f'Skipping sample {results.get("img_path")}: {err} '
-                      f'({sum(self.skipped.values())} skipped so far).',
-                      logger='current', level=logging.WARNING)
+            if should_log(self.skipped['bad file']):
+                print_log(f'Skipping sample {results.get("img_path")}: {err} '
+                          f'({self.skipped["bad file"]} skipped so far in '
+                          'this worker).', logger='current',
+                          level=logging.WARNING)
             return None

@@ -3,24 +3,27 @@
 Each function scores one image over its valid pixels; the metrics average the
 per-image values over the dataset.
 """
-from typing import Dict
+from typing import Dict, Optional
 
 import torch
 
 
-def point_errors(pred: torch.Tensor, gt: torch.Tensor) -> Dict[str, float]:
+def point_errors(pred: torch.Tensor, gt: torch.Tensor,
+                 gt_norm: Optional[torch.Tensor] = None) -> Dict[str, float]:
     """Relative point error and point inlier ratio of one image.
 
     Args:
         pred: (N, 3) predicted points (aligned if wanted), float64.
         gt: (N, 3) GT points, all with ``||p|| > 0``.
+        gt_norm: (N,) ``||p||`` if already computed.
 
     Returns:
         ``rel_p`` = mean ``||p^ - p|| / ||p||`` and ``delta1_p`` = fraction
         of points with ``||p^ - p|| < 0.25 * min(||p||, ||p^||)``.
     """
     err = (pred - gt).norm(dim=1)
-    gt_norm, pred_norm = gt.norm(dim=1), pred.norm(dim=1)
+    gt_norm = gt.norm(dim=1) if gt_norm is None else gt_norm
+    pred_norm = pred.norm(dim=1)
     inlier = err < 0.25 * torch.minimum(gt_norm, pred_norm)
     return dict(rel_p=float((err / gt_norm).mean()),
                 delta1_p=float(inlier.double().mean()))

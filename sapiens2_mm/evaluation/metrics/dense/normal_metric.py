@@ -92,17 +92,20 @@ class NormalMetric(BaseDenseMetric):
                              f'channels, got {tuple(pred.shape)}.')
         pred = match_size(pred, size, sample, self.pred_resize, 'pred_normal')
         mask = read_mask(sample, size).to(gt.device)
-        gt_norm = gt.norm(dim=0)
-        usable = torch.isfinite(gt_norm) & (gt_norm >= self.min_gt_norm)
-        invalid_gt = int((mask & ~usable).sum())
-        valid = mask & usable
-        num = int(valid.sum())
+        # (N, 3) pixel vectors first: norms over a contiguous last axis are
+        # much faster than over the channel axis of (3, H, W).
+        gt_px = gt.permute(1, 2, 0)[mask]
+        pred_px = pred.to(gt).permute(1, 2, 0)[mask]
+        gt_len = gt_px.norm(dim=1)
+        usable = torch.isfinite(gt_len) & (gt_len >= self.min_gt_norm)
+        invalid_gt = int((~usable).sum())
+        num = int(usable.sum())
         if num == 0:
             raise EmptyMaskError(sample_name(sample))
-
-        pred_u = unit_vectors(pred.to(gt), dim=0).permute(1, 2, 0)[valid]
-        gt_u = unit_vectors(gt, dim=0).permute(1, 2, 0)[valid]
-        angle = angles_deg(pred_u, gt_u)  # (N,) float32
+        if invalid_gt:
+            gt_px, pred_px = gt_px[usable], pred_px[usable]
+        angle = angles_deg(unit_vectors(pred_px, dim=1),
+                           unit_vectors(gt_px, dim=1))  # (N,) float32
         bins = torch.floor(angle / self.hist_bin_size_deg).long().clamp_(
             0, self.num_bins - 1)
         angle64 = angle.double()

@@ -166,8 +166,8 @@ class PointmapMetric(BaseDenseMetric):
         dist = torch.norm(diff, dim=-1)
         axis = diff.abs().double()
         valid_np = valid.cpu().numpy()
-        gt_n = torch.from_numpy(sobel_normals(gt_hw)[valid_np])
-        pred_n = torch.from_numpy(sobel_normals(pred_hw)[valid_np])
+        gt_n = torch.from_numpy(sobel_normals(gt_hw, valid_np))
+        pred_n = torch.from_numpy(sobel_normals(pred_hw, valid_np))
         angle = angles_deg(pred_n, gt_n)
         dist64, angle64 = dist.double(), angle.double()
         sums = (dist64.sum(), axis[:, 0].sum(), axis[:, 1].sum(),
@@ -193,36 +193,36 @@ class PointmapMetric(BaseDenseMetric):
                 f'{name}: canonical_scale is {canonical_scale}; the metric '
                 'extras need it (768 / fx) to bring gt_pointmap to metres. '
                 'Set alignments=() to compute only the official metrics.')
-        gt_points = gt.double() / canonical_scale
-        pred_points = pred.double()
-        if self.pred_pointmap_space == 'canonical':
-            pred_points = pred_points / self._pred_scale(sample)
+        scale_hat = (self._pred_scale(sample)
+                     if self.pred_pointmap_space == 'canonical' else 1.0)
         size = tuple(gt.shape[-2:])
         gt_depth = read_pixels(sample, 'gt_depth', required=False)
         if gt_depth is None:
-            gt_depth = gt_points[2]
+            gt_depth = gt[2].double() / canonical_scale
         else:
             if tuple(gt_depth.shape) != (1, ) + size:
                 raise ValueError(f'{name}: gt_depth is {tuple(gt_depth.shape)}'
                                  f', expected (1, {size[0]}, {size[1]}).')
-            gt_depth = gt_depth[0].to(gt_points)
-        pred_depth = read_pixels(sample, 'pred_depth', required=False)
-        if pred_depth is None:
-            pred_depth = pred_points[2]
-        else:
-            pred_depth = match_size(as_compute_dtype(pred_depth), size, sample,
-                                    self.pred_resize, 'pred_depth')
-            pred_depth = pred_depth[0].to(gt_points)
+            gt_depth = gt_depth[0].to(gt.device, torch.float64)
         keep = valid & torch.isfinite(gt_depth) & (gt_depth > 0)
         if not bool(keep.any()):
             return None
-        p_hat = pred_points.permute(1, 2, 0)[keep]
-        p_gt = gt_points.permute(1, 2, 0)[keep]
-        d_hat, d_gt = pred_depth[keep], gt_depth[keep]
+        # gather the (N, 3) pixels first, then float64 (cheaper than maps)
+        p_gt = gt.permute(1, 2, 0)[keep].double() / canonical_scale
+        p_hat = pred.permute(1, 2, 0)[keep].double() / scale_hat
+        d_gt = gt_depth[keep]
+        pred_depth = read_pixels(sample, 'pred_depth', required=False)
+        if pred_depth is None:
+            d_hat = p_hat[:, 2]
+        else:
+            pred_depth = match_size(as_compute_dtype(pred_depth), size, sample,
+                                    self.pred_resize, 'pred_depth')
+            d_hat = pred_depth[0].to(gt.device)[keep].double()
+        gt_norm = p_gt.norm(dim=1)
         out: Dict[str, float] = {}
         for mode in self.alignments:
-            for key, value in point_errors(align(p_hat, p_gt, mode),
-                                           p_gt).items():
+            for key, value in point_errors(align(p_hat, p_gt, mode), p_gt,
+                                           gt_norm).items():
                 out[f'pointmap_{mode}/{key}'] = value
             aligned = align(d_hat, d_gt, mode).clamp_min(self.min_pred_depth)
             for key, value in depth_errors(aligned, d_gt).items():

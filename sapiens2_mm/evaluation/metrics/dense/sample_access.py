@@ -30,7 +30,7 @@ def sample_name(sample: Any) -> str:
 def _get(sample: Any, key: str) -> Any:
     if isinstance(sample, dict):
         return sample.get(key)
-    return getattr(sample, key, None) if hasattr(sample, key) else None
+    return getattr(sample, key, None)
 
 
 def read_meta(sample: Any, key: str) -> Any:

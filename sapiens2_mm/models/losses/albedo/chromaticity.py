@@ -37,5 +37,5 @@ class AlbedoChromaticityL1Loss(DenseLossBase):
         check_same_shape(pred, target, type(self).__name__)
         mask = as_float_mask(valid_mask, pred)
         error = (chromaticity(pred.clamp(0, 1), self.eps) -
-                 chromaticity(target.to(pred.dtype), self.eps)).abs()
+                 chromaticity(target, self.eps)).abs()
         return zero_non_finite(masked_sum_mean(error, mask) * self.loss_weight)

@@ -35,8 +35,8 @@ class NormalCosineSimilarityLoss(DenseLossBase):
         """(B, 3, H, W) normals, (B, 1, H, W) mask -> scalar."""
         check_same_shape(pred, target, type(self).__name__)
         mask = as_float_mask(valid_mask, pred)
-        target = torch.where(mask > 0, target.to(pred.dtype),
-                             torch.ones_like(pred))  # finite where invalid
+        target = torch.where(mask > 0, target,
+                             torch.ones_like(target))  # finite where invalid
         cos = (F.normalize(pred, dim=1, eps=self.eps) *
                F.normalize(target, dim=1, eps=self.eps)).sum(1, keepdim=True)
         loss = masked_sum_mean(1 - cos, mask)

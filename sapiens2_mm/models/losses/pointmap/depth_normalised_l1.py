@@ -31,9 +31,9 @@ class _DepthNormalisedL1Base(DenseLossBase):
     def _normalised(self, pred, target, valid_mask, context):
         check_same_shape(pred, target, type(self).__name__)
         mean_depth = self.require(context, 'mean_depth', type(self).__name__)
-        mean_depth = mean_depth.to(pred.dtype).reshape(-1, 1, 1, 1)
+        mean_depth = mean_depth.reshape(-1, 1, 1, 1)
         mask = as_float_mask(valid_mask, pred)
-        return pred / mean_depth, target.to(pred.dtype) / mean_depth, mask
+        return pred / mean_depth, target / mean_depth, mask
 
     def _finish(self, loss: torch.Tensor) -> torch.Tensor:
         loss = zero_non_finite(loss * self.loss_weight)

@@ -32,11 +32,10 @@ class PointmapIntrinsicsConsistencyLoss(DenseLossBase):
             raise ValueError(
                 f'{type(self).__name__} needs intrinsics of shape (B, 3, 3) '
                 f'with B={pred.shape[0]}; got {tuple(K.shape)}.')
-        K = K.to(pred.dtype)
         mask = as_float_mask(valid_mask, pred)
         _, _, height, width = pred.shape
-        cols = torch.arange(width, device=pred.device, dtype=pred.dtype)
-        rows = torch.arange(height, device=pred.device, dtype=pred.dtype)
+        cols = torch.arange(width, device=pred.device, dtype=K.dtype)
+        rows = torch.arange(height, device=pred.device, dtype=K.dtype)
         fx, fy = K[:, 0, 0].view(-1, 1, 1), K[:, 1, 1].view(-1, 1, 1)
         cx, cy = K[:, 0, 2].view(-1, 1, 1), K[:, 1, 2].view(-1, 1, 1)
         z = pred[:, 2]

@@ -67,10 +67,10 @@ class PointmapNormalLoss(DenseLossBase):
         """(B, 3, H, W) canonical pointmaps; context ``gt_scale`` (B, 1)."""
         check_same_shape(pred, target, type(self).__name__)
         scale = self.require(context, 'gt_scale', type(self).__name__)
-        scale = scale.to(pred.dtype).reshape(-1, 1, 1, 1)
+        scale = scale.reshape(-1, 1, 1, 1)
         mask = as_float_mask(valid_mask, pred)
-        target = torch.where(torch.isfinite(target), target.to(pred.dtype),
-                             torch.zeros_like(pred))
+        target = torch.where(torch.isfinite(target), target,
+                             torch.zeros_like(target))
         pred_normal, _ = pointmap_normals(pred / scale, mask,
                                           self.amplification)
         gt_normal, valid = pointmap_normals(target / scale, mask,

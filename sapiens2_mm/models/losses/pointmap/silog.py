@@ -50,13 +50,13 @@ class PointmapSiLogLoss(DenseLossBase):
         mask = as_float_mask(valid_mask, pred)
         if pred.shape[1] == 3:
             pred, target = pred[:, 2:3], target[:, 2:3]
-        pred, target = pred.flatten(1), target.to(pred.dtype).flatten(1)
+        pred, target = pred.flatten(1), target.flatten(1)
         diff = (torch.log(target.clamp(min=self.clamp_eps)) -
                 torch.log(pred.clamp(min=self.clamp_eps)))
         valid = ((mask.flatten(1) > 0) & (target > self.min_target) &
                  ~torch.isnan(diff))
         diff = torch.where(valid, diff, torch.zeros_like(diff))
-        count = valid.to(pred.dtype).sum(1).clamp(min=self.clamp_eps)
+        count = valid.to(diff.dtype).sum(1).clamp(min=self.clamp_eps)
         mean_sq = diff.pow(2).sum(1) / count
         mean = diff.sum(1) / count
         per_sample = guarded_sqrt(mean_sq - self.variance_focus * mean.pow(2))

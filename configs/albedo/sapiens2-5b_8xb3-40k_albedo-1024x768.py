@@ -1,0 +1,24 @@
+# Sapiens2-5b albedo, 8 GPUs x 3, 40k iterations at
+# 1024x768: the official recipe (FSDP bf16; here bf16 autocast).
+_base_ = [
+    '../_base_/default_runtime.py',
+    './_base_/sapiens2-albedo.py',
+    '../_base_/datasets/albedo-1024x768.py',
+    '../_base_/schedules/dense_adamw-poly-40k.py',
+]
+pretrained = 'checkpoints/sapiens2_5b_pretrain.safetensors'
+model = dict(
+    backbone=dict(
+        arch='sapiens2_5b',
+        init_cfg=dict(type='Pretrained', checkpoint=pretrained)),
+    decode_head=dict(
+        in_channels=2432,
+        upsample_channels=(1536, 768, 512, 256)))
+optim_wrapper = dict(
+    type='AmpOptimWrapper', dtype='bfloat16',
+    paramwise_cfg=dict(num_layers=56, layer_decay_rate=0.94),
+    clip_grad=dict(max_norm=4.0))
+train_cfg = dict(val_interval=40000)  # official val interval
+train_dataloader = dict(batch_size=3)
+# The official global batch is 8 x 3; lr is not rescaled automatically.
+auto_scale_lr = dict(enable=False, base_batch_size=24)

@@ -1,0 +1,22 @@
+# Sapiens2-0.4b surface normals, 8 GPUs x 20, 20k iterations at
+# 1024x768: the official recipe (FSDP bf16; here bf16 autocast).
+_base_ = [
+    '../_base_/default_runtime.py',
+    './_base_/sapiens2-normal.py',
+    '../_base_/datasets/normal-1024x768.py',
+    '../_base_/schedules/dense_adamw-poly-20k.py',
+]
+pretrained = 'checkpoints/sapiens2_0.4b_pretrain.safetensors'
+model = dict(
+    backbone=dict(
+        arch='sapiens2_0.4b',
+        init_cfg=dict(type='Pretrained', checkpoint=pretrained)),
+    decode_head=dict(
+        in_channels=1024))
+optim_wrapper = dict(
+    type='AmpOptimWrapper', dtype='bfloat16',
+    paramwise_cfg=dict(num_layers=24, layer_decay_rate=0.8),
+    clip_grad=dict(max_norm=2.0))
+train_dataloader = dict(batch_size=20)
+# The official global batch is 8 x 20; lr is not rescaled automatically.
+auto_scale_lr = dict(enable=False, base_batch_size=160)

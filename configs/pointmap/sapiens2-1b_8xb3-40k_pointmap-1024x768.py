@@ -1,0 +1,21 @@
+# Sapiens2-1b pointmaps (+ metric scale), 8 GPUs x 3, 40k iterations at
+# 1024x768: the official recipe (FSDP fp32).
+_base_ = [
+    '../_base_/default_runtime.py',
+    './_base_/sapiens2-pointmap.py',
+    '../_base_/datasets/pointmap-1024x768.py',
+    '../_base_/schedules/dense_adamw-poly-40k.py',
+]
+pretrained = 'checkpoints/sapiens2_1b_pretrain.safetensors'
+model = dict(
+    backbone=dict(
+        arch='sapiens2_1b',
+        init_cfg=dict(type='Pretrained', checkpoint=pretrained)),
+    decode_head=dict(
+        in_channels=1536))
+optim_wrapper = dict(
+    paramwise_cfg=dict(num_layers=40, layer_decay_rate=0.9),
+    clip_grad=dict(max_norm=4.0))
+train_dataloader = dict(batch_size=3)
+# The official global batch is 8 x 3; lr is not rescaled automatically.
+auto_scale_lr = dict(enable=False, base_batch_size=24)
