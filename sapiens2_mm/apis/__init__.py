@@ -5,10 +5,13 @@
 >>> results = build_inferencer(model)(['a.jpg', 'frames/'])
 """
 from .base_inferencer import BaseInferencer, inference_pipeline
+from .dense_inferencer import DenseInferencer
+from .dense_results import DenseResult
 from .inferencer_factory import build_inferencer
 from .init_model import init_model, load_config, load_task_checkpoint
 from .inputs import Frame, FrameReader, batched
 from .person_boxes import BoxFile, DetectorBoxes, WholeImageBoxes
+from .ply import write_ply
 from .pose_inferencer import PoseInferencer
 from .results import PoseResult, SegResult
 from .run_index import InferenceIndex
@@ -22,5 +25,6 @@ __all__ = [
     'DetectorBoxes', 'WholeImageBoxes', 'PoseInferencer', 'PoseResult',
     'SegResult', 'SegInferencer', 'InferenceIndex', 'BaseTask', 'config_task',
     'find_task', 'get_task', 'task_names', 'FrameSink', 'OutputLayout',
-    'TaskWriter', 'build_inferencer'
+    'TaskWriter', 'build_inferencer', 'DenseInferencer', 'DenseResult',
+    'write_ply'
 ]

@@ -1,0 +1,76 @@
+"""Draw dense predictions during ``tools/test.py --show-dir``.
+
+mmseg's ``SegVisualizationHook`` draws label maps and mmpose's hook draws
+keypoints; neither draws normals, depth or albedo, so this hook writes
+``[image | prediction]`` (the official dense demos' layout, colours of
+:mod:`sapiens2_mm.visualization.dense_drawer`) for each test sample.
+"""
+import os
+import os.path as osp
+from typing import Optional, Sequence
+
+import cv2
+from mmengine.hooks import Hook
+
+from ...registry import HOOKS
+
+
+@HOOKS.register_module()
+class DenseVisualizationHook(Hook):
+    """Write ``out_dir/<image name>`` (PNG when the name's format cannot be
+    written) for every ``interval``-th test sample.
+
+    Args:
+        out_dir: the folder (created); required when enabled.
+        interval: draw every interval-th sample.
+        enable: off by default (``tools/test.py --show-dir`` switches it on).
+
+    Raises:
+        ValueError: enabled without ``out_dir``.
+    """
+
+    priority = 'NORMAL'
+
+    def __init__(self, out_dir: Optional[str] = None, interval: int = 1,
+                 enable: bool = False) -> None:
+        if enable and not out_dir:
+            raise ValueError('DenseVisualizationHook needs out_dir when '
+                             'enabled (tools/test.py --show-dir DIR).')
+        self.out_dir = out_dir
+        self.interval = max(int(interval), 1)
+        self.enable = enable
+        self._count = 0
+
+    def after_test_iter(self, runner, batch_idx: int, data_batch=None,
+                        outputs: Optional[Sequence] = None) -> None:
+        if not self.enable or not outputs:
+            return
+        from ...visualization import draw_dense_prediction
+        os.makedirs(self.out_dir, exist_ok=True)
+        for sample in outputs:
+            self._count += 1
+            if (self._count - 1) % self.interval:
+                continue
+            path = sample.metainfo['img_path']
+            image = cv2.imread(path, cv2.IMREAD_COLOR)
+            if image is None:
+                runner.logger.warning(f'--show-dir: cannot read {path}; '
+                                      'not drawn.')
+                continue
+            fields = {
+                name: getattr(sample, name).data.detach().float().cpu()
+                .numpy().transpose(1, 2, 0)
+                for name in ('pred_normal', 'pred_depth', 'pred_albedo')
+                if name in sample}
+            self._write(osp.join(self.out_dir, osp.basename(path)),
+                        draw_dense_prediction(image, fields))
+
+    @staticmethod
+    def _write(path: str, image) -> None:
+        root, ext = osp.splitext(path)
+        if not cv2.haveImageWriter(path):
+            ext = ext + '.png'
+        tmp = f'{root}.partial{ext}'
+        if not cv2.imwrite(tmp, image):
+            raise OSError(f'Could not write {root + ext!r}.')
+        os.replace(tmp, root + ext)

@@ -1,0 +1,141 @@
+"""Colour images of dense predictions: normals, depth, albedo.
+
+Conventions (the official demos' drawings):
+
+* normals: ``(n + 1) / 2 * 255`` with x -> red, y -> green, z -> blue;
+* depth: inverse depth through the turbo colour map between a near and a far
+  bound (near = red, far = blue); invalid depth (non-finite or <= 0) black;
+* albedo: ``round(255 * clamp(a, 0, 1))``.
+
+All functions return (H, W, 3) uint8 **BGR** images (what ``cv2.imwrite``
+expects), so a written PNG shows the colours above.
+"""
+from typing import Optional, Tuple
+
+import cv2
+import numpy as np
+
+# The official pointmap demo clamps its depth bounds to this range (metres).
+DEPTH_CLAMP = (0.1, 250.0)
+# ... and takes them from the 1st / 99th percentiles of the valid depth.
+DEPTH_PERCENTILES = (1.0, 99.0)
+LEGEND_HEIGHT = 24
+
+
+def normal_to_bgr(normal: np.ndarray) -> np.ndarray:
+    """(H, W, 3) unit normals -> (H, W, 3) uint8 BGR, ``(n + 1) / 2 * 255``.
+
+    Non-finite components are drawn as 0 (black).
+    """
+    rgb = (np.nan_to_num(normal, nan=-1.0, posinf=1.0, neginf=-1.0) + 1) / 2
+    rgb = np.clip(np.round(rgb * 255), 0, 255).astype(np.uint8)
+    return np.ascontiguousarray(rgb[..., ::-1])
+
+
+def albedo_to_bgr(albedo: np.ndarray) -> np.ndarray:
+    """(H, W, 3) RGB albedo in [0, 1] (clamped) -> (H, W, 3) uint8 BGR."""
+    rgb = np.clip(np.nan_to_num(albedo), 0.0, 1.0)
+    rgb = np.round(rgb * 255).astype(np.uint8)
+    return np.ascontiguousarray(rgb[..., ::-1])
+
+
+def valid_depth(depth: np.ndarray) -> np.ndarray:
+    """Boolean (H, W): finite and positive depth."""
+    return np.isfinite(depth) & (depth > 0)
+
+
+def depth_range(depth: np.ndarray) -> Optional[Tuple[float, float]]:
+    """(near, far) bounds of a depth map in metres, or None if no pixel is
+    valid: the 1st and 99th percentiles of the valid depth, clamped to
+    [0.1, 250] m (far > near is guaranteed)."""
+    valid = valid_depth(depth)
+    if not valid.any():
+        return None
+    lo, hi = np.percentile(depth[valid], DEPTH_PERCENTILES)
+    lo = float(np.clip(lo, *DEPTH_CLAMP))
+    hi = float(np.clip(hi, *DEPTH_CLAMP))
+    if hi <= lo:
+        hi = lo * 1.01 + 1e-6
+    return lo, hi
+
+
+def depth_to_bgr(depth: np.ndarray,
+                 bounds: Optional[Tuple[float, float]] = None) -> np.ndarray:
+    """(H, W) metric depth -> (H, W, 3) uint8 BGR turbo colours of the
+    inverse depth between ``bounds`` (default :func:`depth_range`)."""
+    out = np.zeros(depth.shape + (3, ), np.uint8)
+    bounds = depth_range(depth) if bounds is None else bounds
+    if bounds is None:
+        return out
+    near, far = bounds
+    valid = valid_depth(depth)
+    inv = np.zeros(depth.shape, np.float64)
+    inv[valid] = 1.0 / np.clip(depth[valid], near, far)
+    t = (inv - 1.0 / far) / (1.0 / near - 1.0 / far)
+    levels = np.round(np.clip(t, 0, 1) * 255).astype(np.uint8)
+    colour = cv2.applyColorMap(levels, cv2.COLORMAP_TURBO)
+    out[valid] = colour[valid]
+    return out
+
+
+def depth_legend(width: int, bounds: Optional[Tuple[float, float]]
+                 ) -> np.ndarray:
+    """(24, W, 3) strip: the colour bar from near (left) to far (right) with
+    the two bounds written in metres."""
+    strip = np.zeros((LEGEND_HEIGHT, width, 3), np.uint8)
+    if bounds is None:
+        cv2.putText(strip, 'no valid depth', (4, 17),
+                    cv2.FONT_HERSHEY_SIMPLEX, 0.45, (255, 255, 255), 1)
+        return strip
+    near, far = bounds
+    # left = near: the inverse depth falls from 1 to 0 along the bar
+    levels = np.round(np.linspace(255, 0, width)).astype(np.uint8)
+    bar = cv2.applyColorMap(levels[None], cv2.COLORMAP_TURBO)
+    strip[:] = bar
+    for text, x in ((f'{near:.2f} m', 4), (f'{far:.2f} m', None)):
+        size = cv2.getTextSize(text, cv2.FONT_HERSHEY_SIMPLEX, 0.45, 1)[0]
+        x = width - size[0] - 4 if x is None else x
+        cv2.putText(strip, text, (x, 17), cv2.FONT_HERSHEY_SIMPLEX, 0.45,
+                    (0, 0, 0), 3)
+        cv2.putText(strip, text, (x, 17), cv2.FONT_HERSHEY_SIMPLEX, 0.45,
+                    (255, 255, 255), 1)
+    return strip
+
+
+def side_by_side(image: np.ndarray, drawing: np.ndarray) -> np.ndarray:
+    """``[image | drawing]`` (drawing resized to the image height if needed,
+    a lower strip such as a legend padded with black under the image)."""
+    if drawing.shape[0] != image.shape[0]:
+        pad = np.zeros((drawing.shape[0] - image.shape[0], ) +
+                       image.shape[1:], np.uint8)
+        image = np.concatenate([image, pad], axis=0)
+    return np.concatenate([image, drawing], axis=1)
+
+
+def draw_dense_prediction(image: np.ndarray, fields: dict) -> np.ndarray:
+    """``[image | prediction]`` for whichever dense prediction ``fields``
+    holds, checked in the order ``pred_normal``, ``pred_depth``,
+    ``pred_albedo``.
+
+    Args:
+        image: (H, W, 3) uint8 BGR input.
+        fields: name -> (H, W, C) float array (channels last).
+
+    Raises:
+        ValueError: none of the three fields is given.
+    """
+    if fields.get('pred_normal') is not None:
+        return side_by_side(image, normal_to_bgr(fields['pred_normal']))
+    if fields.get('pred_depth') is not None:
+        depth = fields['pred_depth']
+        depth = depth[..., 0] if depth.ndim == 3 else depth
+        bounds = depth_range(depth)
+        drawing = np.concatenate(
+            [depth_to_bgr(depth, bounds),
+             depth_legend(depth.shape[1], bounds)], axis=0)
+        return side_by_side(image, drawing)
+    if fields.get('pred_albedo') is not None:
+        return side_by_side(image, albedo_to_bgr(fields['pred_albedo']))
+    raise ValueError(
+        f'No dense prediction to draw; got fields {sorted(fields)}, expected '
+        'pred_normal, pred_depth or pred_albedo.')
