@@ -8,9 +8,13 @@ unprefixed and upstream types with their scope prefix (``mmpose.HeatmapHead``).
 from mmengine.registry import DATA_SAMPLERS as MMENGINE_DATA_SAMPLERS
 from mmengine.registry import DATASETS as MMENGINE_DATASETS
 from mmengine.registry import EVALUATOR as MMENGINE_EVALUATOR
+from mmengine.registry import FUNCTIONS as MMENGINE_FUNCTIONS
 from mmengine.registry import HOOKS as MMENGINE_HOOKS
+from mmengine.registry import INFERENCERS as MMENGINE_INFERENCERS
+from mmengine.registry import LOG_PROCESSORS as MMENGINE_LOG_PROCESSORS
 from mmengine.registry import LOOPS as MMENGINE_LOOPS
 from mmengine.registry import METRICS as MMENGINE_METRICS
+from mmengine.registry import MODEL_WRAPPERS as MMENGINE_MODEL_WRAPPERS
 from mmengine.registry import MODELS as MMENGINE_MODELS
 from mmengine.registry import (
     OPTIM_WRAPPER_CONSTRUCTORS as MMENGINE_OPTIM_WRAPPER_CONSTRUCTORS,
@@ -18,10 +22,14 @@ from mmengine.registry import (
 from mmengine.registry import OPTIM_WRAPPERS as MMENGINE_OPTIM_WRAPPERS
 from mmengine.registry import OPTIMIZERS as MMENGINE_OPTIMIZERS
 from mmengine.registry import PARAM_SCHEDULERS as MMENGINE_PARAM_SCHEDULERS
+from mmengine.registry import RUNNER_CONSTRUCTORS as MMENGINE_RUNNER_CONSTRUCTORS
+from mmengine.registry import RUNNERS as MMENGINE_RUNNERS
+from mmengine.registry import STRATEGIES as MMENGINE_STRATEGIES
 from mmengine.registry import TASK_UTILS as MMENGINE_TASK_UTILS
 from mmengine.registry import TRANSFORMS as MMENGINE_TRANSFORMS
 from mmengine.registry import VISBACKENDS as MMENGINE_VISBACKENDS
 from mmengine.registry import VISUALIZERS as MMENGINE_VISUALIZERS
+from mmengine.registry import WEIGHT_INITIALIZERS as MMENGINE_WEIGHT_INITIALIZERS
 from mmengine.registry import Registry
 
 SCOPE = 'sapiens2_mm'
@@ -87,7 +95,27 @@ VISBACKENDS = Registry(
 # is not part of ALL_REGISTRIES.
 TASKS = Registry('task', scope=SCOPE, locations=['sapiens2_mm.apis.tasks'])
 
+# Nodes we register nothing in. mmengine builds log processors, weight
+# initializers, wrappers, strategies, runners and inferencers under the
+# default scope and warns "Failed to search registry with scope sapiens2_mm"
+# for every root that has no child of that scope; these children resolve
+# every name through their mmengine parent.
+LOG_PROCESSORS = Registry(
+    'log_processor', parent=MMENGINE_LOG_PROCESSORS, scope=SCOPE)
+WEIGHT_INITIALIZERS = Registry(
+    'weight initializer', parent=MMENGINE_WEIGHT_INITIALIZERS, scope=SCOPE)
+MODEL_WRAPPERS = Registry(
+    'model_wrapper', parent=MMENGINE_MODEL_WRAPPERS, scope=SCOPE)
+STRATEGIES = Registry('strategy', parent=MMENGINE_STRATEGIES, scope=SCOPE)
+RUNNERS = Registry('runner', parent=MMENGINE_RUNNERS, scope=SCOPE)
+RUNNER_CONSTRUCTORS = Registry(
+    'runner constructor', parent=MMENGINE_RUNNER_CONSTRUCTORS, scope=SCOPE)
+INFERENCERS = Registry('inferencer', parent=MMENGINE_INFERENCERS, scope=SCOPE)
+FUNCTIONS = Registry('function', parent=MMENGINE_FUNCTIONS, scope=SCOPE)
+
 ALL_REGISTRIES = (
     MODELS, DATASETS, DATA_SAMPLERS, TRANSFORMS, METRICS, EVALUATOR,
     TASK_UTILS, HOOKS, LOOPS, OPTIMIZERS, OPTIM_WRAPPERS,
-    OPTIM_WRAPPER_CONSTRUCTORS, PARAM_SCHEDULERS, VISUALIZERS, VISBACKENDS)
+    OPTIM_WRAPPER_CONSTRUCTORS, PARAM_SCHEDULERS, VISUALIZERS, VISBACKENDS,
+    LOG_PROCESSORS, WEIGHT_INITIALIZERS, MODEL_WRAPPERS, STRATEGIES, RUNNERS,
+    RUNNER_CONSTRUCTORS, INFERENCERS, FUNCTIONS)

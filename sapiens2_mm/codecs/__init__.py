@@ -1,8 +1,9 @@
 """Keypoint codecs that differ from mmpose's (registered in mmpose's registry)."""
 from .dark_udp import decode_udp_heatmaps, heatmap_argmax, refine_dark_udp
+from .keypoint_codecs import KEYPOINT_CODECS
 from .udp_heatmap import Sapiens2UDPHeatmap
 
 __all__ = [
-    'Sapiens2UDPHeatmap', 'decode_udp_heatmaps', 'heatmap_argmax',
-    'refine_dark_udp'
+    'KEYPOINT_CODECS', 'Sapiens2UDPHeatmap', 'decode_udp_heatmaps',
+    'heatmap_argmax', 'refine_dark_udp'
 ]

@@ -163,8 +163,7 @@ def test_browse_dataset_seg_draws_palette_overlay(tmp_path, monkeypatch):
 def test_browse_dataset_pose_draws_keypoints(tmp_path):
     cfg_path = osp.join(REPO_DIR, 'configs', 'pose',
                         'sapiens2-tiny_1xb12-300_cocosample-128x96.py')
-    if not osp.isfile(cfg_path):
-        pytest.skip('tiny pose config not present')
+    assert osp.isfile(cfg_path), f'shipped config missing: {cfg_path}'
     out_dir = str(tmp_path / 'pose')
     written = browse_dataset.main([cfg_path, '--output-dir', out_dir,
                                    '--phase', 'val', '--max-items', '1'])
@@ -185,3 +184,29 @@ def test_browse_dataset_pose_draws_keypoints(tmp_path):
         if vis and 0 <= xi < w and 0 <= yi < h:
             hits += int(np.any(drawn[yi, xi] != plain[yi, xi]))
     assert hits >= 5  # keypoint discs drawn where the keypoints are
+
+
+def test_analyze_logs_joins_the_runs_of_a_resumed_work_dir(tmp_path):
+    """Run A logged iterations 1-5 and crashed; the resume from iter_4 logged
+    5-6. The curve is 1-6 with iteration 5 from the resumed run."""
+    def write(stamp, entries):
+        run = tmp_path / 'work' / stamp / 'vis_data'
+        run.mkdir(parents=True)
+        (run / 'scalars.json').write_text(
+            '\n'.join(json.dumps(e) for e in entries) + '\n')
+
+    def train(i, loss):
+        return dict(loss=loss, time=0.5, iter=i, step=i)
+
+    write('20260101_000000', [
+        train(1, 1.0), train(2, 0.9), dict(mIoU=10.0, step=0), train(3, 0.8),
+        train(4, 0.7), dict(mIoU=20.0, step=0), train(5, 0.66)])
+    write('20260101_010000', [
+        train(5, 0.6), train(6, 0.5), dict(mIoU=30.0, step=0)])
+    series = analyze_logs.load_series(str(tmp_path / 'work'))
+    assert series['loss'] == ([1, 2, 3, 4, 5, 6],
+                              [1.0, 0.9, 0.8, 0.7, 0.6, 0.5])
+    assert series['mIoU'] == ([2, 4, 6], [10.0, 20.0, 30.0])
+    # A single file is still read on its own.
+    only = tmp_path / 'work' / '20260101_010000' / 'vis_data' / 'scalars.json'
+    assert analyze_logs.load_series(str(only))['loss'][0] == [5, 6]

@@ -7,7 +7,10 @@ Usage::
     python tools/analysis_tools/analyze_logs.py cal_train_time LOG [LOG ...]
 
 LOG is a ``vis_data/scalars.json`` written by mmengine's LocalVisBackend, or a
-work dir (its latest run is used). Training entries are plotted against their
+work dir: all its runs (the timestamped folders of the first run and of every
+``--resume``) are read oldest first and joined into one curve; where a resumed
+run repeats iterations that an earlier run had logged past its checkpoint, the
+later run's values are kept. Training entries are plotted against their
 iteration. Validation entries are plotted against the iteration after which
 they were logged (mmengine stamps iteration-based validation with the epoch,
 which is always 0 there).
@@ -39,18 +42,47 @@ def find_scalars(path: str) -> str:
     return found[-1]
 
 
-def load_series(path: str) -> Series:
-    """``{key: (steps, values)}`` of every numeric key in a scalars.json."""
-    series: Series = defaultdict(lambda: ([], []))
-    last_iter = 0
-    with open(find_scalars(path)) as f:
+def find_all_scalars(path: str) -> List[str]:
+    """``[path]`` for a file, else every run's scalars.json, oldest first.
+
+    Run folders are named by their start time (``YYYYMMDD_HHMMSS``), so their
+    sorted order is the order in which the runs were made.
+    """
+    if osp.isfile(path):
+        return [path]
+    find_scalars(path)  # raises the error message when there is none
+    found = sorted(glob.glob(osp.join(path, '*', 'vis_data', 'scalars.json')))
+    return found or [osp.join(path, 'vis_data', 'scalars.json')]
+
+
+def _read_entries(path: str) -> List[dict]:
+    entries = []
+    with open(path) as f:
         for number, line in enumerate(f, 1):
             if not line.strip():
                 continue
             try:
-                entry = json.loads(line)
+                entries.append(json.loads(line))
             except json.JSONDecodeError as err:
                 raise ValueError(f'{path}:{number} is not JSON ({err})') from err
+    return entries
+
+
+def load_series(path: str) -> Series:
+    """``{key: (steps, values)}`` of every numeric key, all runs joined.
+
+    A run that starts at iteration ``s`` (a resume) replaces what earlier runs
+    logged at steps >= ``s``.
+    """
+    points: Dict[str, List[Tuple[int, float]]] = defaultdict(list)
+    last_iter = 0
+    for file in find_all_scalars(path):
+        entries = _read_entries(file)
+        starts = [e['iter'] for e in entries if 'iter' in e]
+        if starts:  # drop what this run redoes
+            for key in points:
+                points[key] = [p for p in points[key] if p[0] < starts[0]]
+        for entry in entries:
             if 'iter' in entry:  # training entry
                 last_iter = step = entry['iter']
             else:  # validation: after the last logged training iteration
@@ -59,9 +91,12 @@ def load_series(path: str) -> Series:
                 if key in ('iter', 'step', 'epoch') or not isinstance(
                         value, (int, float)):
                     continue
-                series[key][0].append(step)
-                series[key][1].append(float(value))
-    return dict(series)
+                points[key].append((step, float(value)))
+    series: Series = {}
+    for key, pairs in points.items():
+        if pairs:
+            series[key] = ([p[0] for p in pairs], [p[1] for p in pairs])
+    return series
 
 
 def plot_curve(logs: List[str], keys: List[str], out: str, title: str = '',
@@ -71,8 +106,9 @@ def plot_curve(logs: List[str], keys: List[str], out: str, title: str = '',
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
     all_series = [load_series(log) for log in logs]
-    legend = legend or [osp.basename(osp.dirname(osp.dirname(find_scalars(
-        log)))) or log for log in logs]
+    legend = legend or [
+        osp.basename(osp.normpath(log)) if osp.isdir(log) else
+        osp.basename(osp.dirname(osp.dirname(log))) or log for log in logs]
     if len(legend) != len(logs):
         raise ValueError(f'--legend needs {len(logs)} names, got {legend}')
     for key in keys:

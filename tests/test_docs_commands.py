@@ -1,0 +1,341 @@
+"""Every command shown in README.md and docs/*.md is run, in a tiny variant.
+
+The ```bash blocks are parsed (continuation lines joined, comments dropped).
+Each command maps to the test that runs its tiny variant (shipped configs
+shrunk by tests/tiny_variants, bundled photos and samples, a few iterations),
+or to the reason it cannot run here. A documented command without an entry
+fails ``test_every_documented_command_is_covered``.
+"""
+import glob
+import os.path as osp
+import re
+import shutil
+import sys
+
+import cv2
+import numpy as np
+import pytest
+
+from tests.conftest import PARITY_DIR, REPO_DIR
+from tests.tiny_variants import (
+    COCO,
+    PHOTO,
+    random_checkpoint,
+    read_json,
+    tiny_variant,
+)
+
+for sub in ('tools', 'tools/model_converters', 'tools/dataset_converters'):
+    sys.path.insert(0, osp.join(REPO_DIR, sub))
+import coco_wholebody_to_sapiens308 as wholebody_to_308  # noqa: E402
+import infer  # noqa: E402
+import publish_model  # noqa: E402
+import sapiens2_mm_to_official as mm_to_official  # noqa: E402
+import sapiens2_official_to_mm as official_to_mm  # noqa: E402
+import test as test_tool  # noqa: E402
+import train as train_tool  # noqa: E402
+
+TINY_SEG = osp.join(REPO_DIR, 'configs', 'seg',
+                    'sapiens2-tiny_1xb2-30_seg29sample-128x96.py')
+POSE_308_1B = osp.join(REPO_DIR, 'configs', 'pose',
+                       'sapiens2-1b_8xb7-20k_sapiens308-1024x768.py')
+POSE_COCO_1B = osp.join(REPO_DIR, 'configs', 'pose',
+                        'sapiens2-1b_8xb7-20k_coco-1024x768.py')
+SEG_1B = osp.join(REPO_DIR, 'configs', 'seg',
+                  'sapiens2-1b_8xb8-20k_seg29-1024x768.py')
+
+CUDA = 'needs a CUDA GPU'
+SLURM = 'needs a Slurm cluster (srun)'
+DIST = 'tests/test_tools/test_distributed.py::' \
+       'test_two_process_gloo_train_and_eval_match_single_process'
+EXPORT = 'tests/test_tools/test_deployment.py::test_cli_exports_and_verifies'
+
+# command -> ('test', name in this file or path::name) or ('reason', why not).
+COVERAGE = {
+    'bash tools/run_sample_job.sh': ('reason', (
+        'creates/updates .venv with tools/setup_env.sh, then trains 300 '
+        'iterations; its train/test/infer steps run here as tiny variants')),
+    'bash tools/run_tests.sh': ('reason', (
+        'reinstalls .venv and runs the whole suite, which includes this test')),
+    'source .venv/bin/activate': ('reason', (
+        'shell set-up; the tests already run in that environment')),
+    'python tools/model_converters/sapiens2_official_to_mm.py '
+    'sapiens2_1b_pose.safetensors sapiens2-1b_pose.pth':
+        ('test', 'test_model_converters_round_trip_and_publish'),
+    'python tools/model_converters/sapiens2_mm_to_official.py '
+    'work_dirs/x/iter_20000.pth mine.safetensors':
+        ('test', 'test_model_converters_round_trip_and_publish'),
+    'python tools/model_converters/publish_model.py '
+    'work_dirs/x/iter_20000.pth sapiens2-1b_pose.pth':
+        ('test', 'test_model_converters_round_trip_and_publish'),
+    'python tools/train.py configs/seg/'
+    'sapiens2-tiny_1xb2-30_seg29sample-128x96.py':
+        ('test', 'test_train_tiny_seg'),
+    'python tools/train.py CONFIG --resume': ('test', 'test_resume_auto_and_path'),
+    'python tools/train.py CONFIG --resume work_dirs/x/iter_2000.pth':
+        ('test', 'test_resume_auto_and_path'),
+    'python tools/train.py CONFIG --amp --cfg-options '
+    'train_dataloader.batch_size=4 model.backbone.with_cp=True':
+        ('test', 'test_train_cfg_options_with_cp'),  # --amp: CUDA only
+    'python tools/test.py CONFIG sapiens2_1b_pose.safetensors --show-dir vis/ '
+    '--out preds.pkl': ('test', 'test_test_pth_and_official_safetensors'),
+    'python tools/train.py CONFIG [--work-dir DIR] [--resume [auto|PATH]] '
+    '[--amp] [--cfg-options key=value ...] [--launcher none|pytorch|slurm]':
+        ('test', 'test_resume_auto_and_path'),
+    'python tools/test.py CONFIG CHECKPOINT [--work-dir DIR] [--out preds.pkl] '
+    '[--show-dir DIR] [--cfg-options ...] [--launcher none|pytorch|slurm]':
+        ('test', 'test_test_pth_and_official_safetensors'),
+    'python tools/test.py configs/seg/sapiens2-1b_8xb8-20k_seg29-1024x768.py '
+    'CKPT.safetensors': ('test', 'test_test_1b_seg_config_on_safetensors'),
+    'tools/dist_train.sh CONFIG 8': ('test', DIST),
+    'tools/dist_test.sh CONFIG CHECKPOINT 8': ('test', DIST),
+    'tools/dist_train.sh CONFIG GPUS [train.py options]': ('test', DIST),
+    'tools/dist_test.sh CONFIG CHECKPOINT GPUS [test.py options]':
+        ('test', DIST),
+    'tools/dist_train.sh configs/seg/sapiens2-1b_8xb8-20k_seg29-1024x768.py 8':
+        ('test', DIST),
+    'NNODES=2 NODE_RANK=0 MASTER_ADDR=host0 PORT=29500 tools/dist_train.sh '
+    'CONFIG 8': ('reason', 'needs two hosts'),
+    'GPUS=16 tools/slurm_train.sh PARTITION JOB CONFIG': ('reason', SLURM),
+    'GPUS=16 tools/slurm_train.sh PARTITION JOB CONFIG [WORK_DIR] [options]':
+        ('reason', SLURM),
+    'GPUS=8 tools/slurm_test.sh PARTITION JOB CONFIG CHECKPOINT [options]':
+        ('reason', SLURM),
+    'tools/dist_train.sh configs/pose/'
+    'sapiens2-5b_8xb2-20k_sapiens308-1024x768_fsdp.py 8': ('reason', (
+        'FSDP needs CUDA GPUs; the leaf config is the one the page tells the '
+        'user to write (its snippet is built in ' 'tests/test_tools/'
+        'test_distributed.py::test_fsdp_snippet_builds_strategy_and_policies)')),
+    'python tools/infer.py pose configs/pose/'
+    'sapiens2-1b_8xb7-20k_sapiens308-1024x768.py '
+    'checkpoints/pose/sapiens2_1b_pose.safetensors --input photos/ '
+    '--output out/pose [--bboxes boxes.json | --det-config DET.py '
+    '--det-checkpoint DET.pth] --flip-test':
+        ('test', 'test_infer_pose_308_whole_image_flip'),
+    'python tools/infer.py pose configs/pose/'
+    'sapiens2-1b_8xb7-20k_sapiens308-1024x768.py '
+    'checkpoints/pose/sapiens2_1b_pose.safetensors --input photos/ '
+    '--output out/pose --flip-test --device cuda:0 --batch-size 16':
+        ('test', 'test_infer_pose_308_whole_image_flip'),  # device: cpu here
+    'python tools/infer.py pose CONFIG CKPT --input photos/ --output out/pose '
+    '--bboxes boxes.json': ('test', 'test_infer_pose_box_file'),
+    'python tools/infer.py pose CONFIG CKPT --input clip.mp4 --output out/pose '
+    '--det-config rtmdet_m_640-8xb32_coco-person.py '
+    '--det-checkpoint rtmdet_m.pth': ('test', 'test_infer_pose_detector_video'),
+    'python tools/infer.py seg configs/seg/sapiens2-1b_8xb8-20k_seg29-1024x768.py '
+    'checkpoints/seg/sapiens2_1b_seg.safetensors --input video.mp4 '
+    '--output out/seg': ('test', 'test_infer_seg_video_and_photos'),
+    'python tools/infer.py seg configs/seg/sapiens2-1b_8xb8-20k_seg29-1024x768.py '
+    'checkpoints/seg/sapiens2_1b_seg.safetensors --input photos/ '
+    '--output out/seg': ('test', 'test_infer_seg_video_and_photos'),
+    'python tools/deployment/export_model.py CONFIG CKPT --output export/ '
+    '--verify': ('test', EXPORT),
+    'python tools/deployment/export_model.py CONFIG [CHECKPOINT] '
+    '--output export/ [--shape 1024 768] [--max-batch 32] [--verify] [--onnx] '
+    '[--device cuda:0]': ('test', EXPORT),  # --onnx: test_onnx_export_*
+    'python tools/dataset_converters/coco_wholebody_to_sapiens308.py '
+    'data/coco/annotations/coco_wholebody_val_v1.0.json '
+    'data/coco/annotations/coco_wholebody_val_308.json':
+        ('test', 'test_wholebody_to_308_converter'),
+}
+
+
+def documented_commands():
+    """``{command: [files]}`` of the ```bash blocks of README.md and docs/."""
+    found = {}
+    pages = ['README.md'] + sorted(
+        osp.relpath(p, REPO_DIR)
+        for p in glob.glob(osp.join(REPO_DIR, 'docs', '*.md')))
+    for page in pages:
+        with open(osp.join(REPO_DIR, page)) as f:
+            text = f.read()
+        for block in re.findall(r'^```(?:bash|sh|shell)\n(.*?)^```', text,
+                                re.S | re.M):
+            for line in re.sub(r'\\\n\s*', ' ', block).splitlines():
+                line = re.sub(r'(^|\s)#.*$', '', line).strip()
+                if line:
+                    found.setdefault(' '.join(line.split()), []).append(page)
+    return found
+
+
+def test_every_documented_command_is_covered():
+    documented = documented_commands()
+    missing = {c: p for c, p in documented.items() if c not in COVERAGE}
+    assert not missing, (
+        'Documented commands without a tiny variant or a reason; add them to '
+        f'COVERAGE in {__file__}: {missing}')
+    stale = sorted(set(COVERAGE) - set(documented))
+    assert not stale, f'COVERAGE lists commands no page shows: {stale}'
+    names = {n for n in globals() if n.startswith('test_')}
+    for kind, value in COVERAGE.values():
+        if kind != 'test':
+            continue
+        if '::' in value:
+            path, name = value.split('::')
+            with open(osp.join(REPO_DIR, path)) as f:
+                assert f'def {name}(' in f.read(), value
+        else:
+            assert value in names, value
+
+
+# ----------------------------------------------------------------- train/test
+@pytest.fixture(scope='module')
+def trained(tmp_path_factory):
+    """tools/train.py on the tiny seg config: 2 iterations, one evaluation."""
+    work = str(tmp_path_factory.mktemp('docs') / 'work')
+    train_tool.main([TINY_SEG, '--work-dir', work, '--launcher', 'none',
+                     '--cfg-options', 'train_cfg.max_iters=2',
+                     'train_cfg.val_interval=2',
+                     'experiment_name=docs_train'])
+    return work
+
+
+def test_train_tiny_seg(trained):
+    assert osp.isfile(osp.join(trained, 'iter_2.pth'))
+    assert glob.glob(osp.join(trained, '*', 'vis_data', 'scalars.json'))
+
+
+def test_resume_auto_and_path(trained, tmp_path):
+    work = str(tmp_path / 'work')
+    shutil.copytree(trained, work)
+    train_tool.main([TINY_SEG, '--work-dir', work, '--resume',
+                     '--cfg-options', 'train_cfg.max_iters=3',
+                     'experiment_name=docs_resume_auto'])
+    assert osp.isfile(osp.join(work, 'iter_3.pth'))
+    train_tool.main([TINY_SEG, '--work-dir', work, '--resume',
+                     osp.join(work, 'iter_3.pth'), '--cfg-options',
+                     'train_cfg.max_iters=4', 'experiment_name=docs_resume_pth'])
+    assert osp.isfile(osp.join(work, 'iter_4.pth'))
+
+
+def test_train_cfg_options_with_cp(tmp_path):
+    """The documented overrides; --amp is left out (AmpOptimWrapper: CUDA)."""
+    work = str(tmp_path / 'work')
+    train_tool.main([TINY_SEG, '--work-dir', work, '--cfg-options',
+                     'train_dataloader.batch_size=4',
+                     'model.backbone.with_cp=True', 'train_cfg.max_iters=1',
+                     'train_cfg.val_interval=1', 'experiment_name=docs_cp'])
+    assert osp.isfile(osp.join(work, 'iter_1.pth'))
+
+
+def test_test_pth_and_official_safetensors(trained, tmp_path):
+    ckpt = osp.join(trained, 'iter_2.pth')
+    show, out = str(tmp_path / 'vis'), str(tmp_path / 'preds.pkl')
+    from_pth = test_tool.main([
+        TINY_SEG, ckpt, '--work-dir', str(tmp_path / 't1'), '--show-dir', show,
+        '--out', out, '--launcher', 'none', '--cfg-options',
+        'experiment_name=docs_test_pth'])
+    assert osp.isfile(out)
+    assert glob.glob(osp.join(show, '**', '*.png'), recursive=True) or \
+        glob.glob(osp.join(show, '**', '*.jpg'), recursive=True)
+    official = str(tmp_path / 'mine.safetensors')
+    mm_to_official.main([ckpt, official])
+    from_official = test_tool.main([
+        TINY_SEG, official, '--work-dir', str(tmp_path / 't2'),
+        '--cfg-options', 'experiment_name=docs_test_st'])
+    assert from_official['mIoU'] == from_pth['mIoU']
+
+
+def test_test_1b_seg_config_on_safetensors(tmp_path):
+    tiny = tiny_variant(SEG_1B, str(tmp_path), with_test_data=True)
+    pth = random_checkpoint(tiny, str(tmp_path / 'random.pth'))
+    official = str(tmp_path / 'CKPT.safetensors')
+    mm_to_official.main([pth, official])
+    metrics = test_tool.main([tiny, official, '--work-dir', str(tmp_path / 'w'),
+                              '--cfg-options', 'experiment_name=docs_seg1b'])
+    assert 'mIoU' in metrics
+
+
+def test_model_converters_round_trip_and_publish(trained, tmp_path):
+    source = osp.join(PARITY_DIR, 'tiny18_pose.safetensors')
+    pth = str(tmp_path / 'sapiens2-tiny_pose.pth')
+    official_to_mm.main([source, pth])
+    back = str(tmp_path / 'mine.safetensors')
+    mm_to_official.main([pth, back])
+    from safetensors.torch import load_file
+    a, b = load_file(source), load_file(back)
+    assert a.keys() == b.keys()
+    assert all((a[k] == b[k]).all() for k in a)
+    published = publish_model.main([osp.join(trained, 'iter_2.pth'),
+                                    str(tmp_path / 'seg-tiny.pth')])
+    names = glob.glob(str(tmp_path / 'seg-tiny-*.pth'))
+    assert len(names) == 1, (published, names)
+
+
+# ---------------------------------------------------------------------- infer
+@pytest.fixture
+def photos(tmp_path):
+    folder = tmp_path / 'photos'
+    folder.mkdir()
+    shutil.copy(PHOTO, folder)
+    return str(folder)
+
+
+@pytest.fixture
+def clip(tmp_path):
+    path = str(tmp_path / 'clip.mp4')
+    frame = cv2.resize(cv2.imread(PHOTO), (160, 96))
+    writer = cv2.VideoWriter(path, cv2.VideoWriter_fourcc(*'mp4v'), 4.0,
+                             (160, 96))
+    for _ in range(2):
+        writer.write(frame)
+    writer.release()
+    return path
+
+
+def test_infer_pose_308_whole_image_flip(photos, tmp_path):
+    out = tmp_path / 'out' / 'pose'
+    rc = infer.main(['pose', tiny_variant(POSE_308_1B, str(tmp_path)),
+                     '--input', photos, '--output', str(out), '--flip-test',
+                     '--batch-size', '2'])
+    assert rc == 0
+    assert read_json(out / 'pose_predictions.json')['num_keypoints'] == 308
+
+
+def test_infer_pose_box_file(photos, tmp_path):
+    boxes = tmp_path / 'boxes.json'
+    boxes.write_text('{"%s": [[250, 40, 470, 390, 0.9]]}' % osp.basename(PHOTO))
+    out = tmp_path / 'out' / 'pose'
+    rc = infer.main(['pose', tiny_variant(POSE_COCO_1B, str(tmp_path)),
+                     '--input', photos, '--output', str(out), '--bboxes',
+                     str(boxes)])
+    assert rc == 0
+    (frame, ) = read_json(out / 'pose_predictions.json')['frames']
+    assert [round(v) for v in frame['instances'][0]['bbox'][:4]] == \
+        [250, 40, 470, 390]
+
+
+def test_infer_pose_detector_video(clip, tmp_path):
+    """mmdet's RTMDet-tiny config with random weights stands in for the
+    documented RTMDet-m download."""
+    import mmdet
+    det = osp.join(osp.dirname(mmdet.__file__), '.mim', 'configs', 'rtmdet',
+                   'rtmdet_tiny_8xb32-300e_coco.py')
+    assert osp.isfile(det), det
+    out = tmp_path / 'out' / 'pose'
+    rc = infer.main(['pose', tiny_variant(POSE_COCO_1B, str(tmp_path)),
+                     '--input', clip, '--output', str(out), '--det-config',
+                     det])
+    assert rc == 0
+    assert len(read_json(out / 'pose_predictions.json')['frames']) == 2
+    assert (out / 'clip.mp4').is_file()
+
+
+def test_infer_seg_video_and_photos(clip, photos, tmp_path):
+    tiny = tiny_variant(SEG_1B, str(tmp_path))
+    out = tmp_path / 'out' / 'seg'
+    assert infer.main(['seg', tiny, '--input', clip, '--output', str(out)]) == 0
+    assert (out / 'clip.mp4').is_file()
+    assert infer.main(['seg', tiny, '--input', photos, '--output',
+                       str(out)]) == 0
+    stem = osp.splitext(osp.basename(PHOTO))[0]
+    assert np.load(out / f'{stem}_seg.npy').shape == cv2.imread(PHOTO).shape[:2]
+
+
+def test_wholebody_to_308_converter(tmp_path):
+    out = str(tmp_path / 'coco_wholebody_val_308.json')
+    wholebody_to_308.main([osp.join(COCO, 'test_coco_wholebody.json'), out])
+    data = read_json(out)
+    assert data['annotations']
+    assert all(np.asarray(a['goliath_wholebody_kpts']).size == 308 * 3
+               for a in data['annotations'])
