@@ -99,24 +99,23 @@ def jpeg_is_truncated(data: bytes) -> bool:
 
 
 def read_image(path: str) -> Tuple[Optional[np.ndarray], Optional[str]]:
-    """Decode an image file.
+    """Decode an image file (``cv2.imread``, EXIF orientation applied).
 
     Returns:
         ``(image, warning)``: ``image`` is (H, W, 3) uint8 BGR or ``None``
         when the file cannot be decoded; ``warning`` says why a decoded image
         may be damaged.
     """
-    try:
-        data = np.fromfile(path, dtype=np.uint8)
-    except OSError:
-        return None, None
-    image = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
+    image = cv2.imread(path, cv2.IMREAD_COLOR)
     if image is None or image.size == 0:
         return None, None
     warning = None
-    if jpeg_is_truncated(data.tobytes()):
-        warning = ('truncated JPEG (no end-of-image marker): the missing part '
-                   'decodes as grey')
+    if path.lower().endswith(('.jpg', '.jpeg')):
+        with open(path, 'rb') as f:
+            data = f.read()
+        if jpeg_is_truncated(data):
+            warning = ('truncated JPEG (no end-of-image marker): the missing '
+                       'part decodes as grey')
     return image, warning
 
 
