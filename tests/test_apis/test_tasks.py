@@ -224,3 +224,32 @@ def test_toy_task_runs_through_init_model_infer_and_test(
     assert sorted(os.listdir(show)) == sorted(
         osp.splitext(n)[0] + '_toy.png' for n in names)
     assert f'Visualisations written to {show}' in capsys.readouterr().out
+
+
+def test_seg_show_dir_says_where_the_images_are(tmp_path, capsys):
+    """tools/test.py --show-dir for seg prints the folder mmseg writes to
+    (DIR/vis_data/vis_image) and the images are there."""
+    model = init_model(tiny_config('seg'))
+    ckpt = str(tmp_path / 'seg.pth')
+    torch.save({'state_dict': model.state_dict()}, ckpt)
+    show = tmp_path / 'show'
+    test_tool = load_tool('test')
+    test_tool.main([tiny_config('seg'), ckpt, '--work-dir',
+                    str(tmp_path / 'work'), '--show-dir', str(show),
+                    '--cfg-options',
+                    f'test_dataloader.dataset.data_root={SEG_SAMPLE}/',
+                    'experiment_name=seg_show_dir_test'])
+    where = show / 'vis_data' / 'vis_image'
+    assert f'Visualisations written to {where}' in capsys.readouterr().out
+    # mmengine's LocalVisBackend names them test_<image>_<step>.png
+    drawn = sorted(n[len('test_'):].rsplit('_', 1)[0]
+                   for n in os.listdir(where))
+    assert drawn == sorted(os.listdir(osp.join(SEG_SAMPLE, 'images')))
+
+
+def test_pose_show_dir_is_the_folder_asked_for(tmp_path):
+    cfg = Config.fromfile(tiny_config('pose'))
+    assert get_task('pose').enable_show_dir(cfg, str(tmp_path)) == str(
+        tmp_path)
+    hook = cfg.default_hooks.visualization
+    assert hook.enable and hook.out_dir == str(tmp_path)
