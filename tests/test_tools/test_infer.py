@@ -349,3 +349,41 @@ def test_truncated_jpeg_is_processed_warned_and_counted(tmp_path, capsys):
         records = [json.loads(line) for line in f][1:]
     warned = {r['name']: r.get('warning') for r in records}
     assert warned['good.jpg'] is None and 'truncated' in warned['cut.jpg']
+
+
+def test_interrupted_video_is_redone_and_a_finished_one_skipped(
+        tmp_path, inputs, monkeypatch, capsys):
+    from sapiens2_mm.apis.tasks import seg as seg_task
+    out = tmp_path / 'out'
+    args = ['seg', tiny_config('seg'), '--input', str(inputs / 'clip.mp4'),
+            '--output', str(out), '--batch-size', '1']
+    write = seg_task.SegWriter.write
+    calls = []
+
+    def ctrl_c_on_second_frame(self, frame, result):
+        calls.append(frame.name)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return write(self, frame, result)
+
+    monkeypatch.setattr(seg_task.SegWriter, 'write', ctrl_c_on_second_frame)
+    assert infer.main(args) == 130
+    assert (out / 'clip.partial.mp4').is_file()
+    assert not (out / 'clip.mp4').exists()  # only complete videos get it
+    monkeypatch.setattr(seg_task.SegWriter, 'write', write)
+    assert infer.main(args) == 0
+    cap = cv2.VideoCapture(str(out / 'clip.mp4'))
+    assert int(cap.get(cv2.CAP_PROP_FRAME_COUNT)) == 3
+    cap.release()
+    with open(out / 'inference_index.jsonl') as f:
+        lines = [json.loads(line) for line in f][1:]
+    assert [r['video_done'] for r in lines if 'video_done' in r] == [
+        'clip.mp4']
+    capsys.readouterr()
+    kept = _snapshot(out)
+    assert infer.main(args) == 0  # finished: skipped without decoding
+    assert '1 input(s) finished by an earlier run were skipped' in \
+        capsys.readouterr().out
+    assert {p: v for p, v in _snapshot(out).items()
+            if p.name != 'inference_index.jsonl'} == {
+        p: v for p, v in kept.items() if p.name != 'inference_index.jsonl'}
