@@ -16,6 +16,7 @@ What is guaranteed (docs/inference.md, "What is guaranteed"):
   are processed, counted and listed as warnings.
 """
 import argparse
+import os
 import os.path as osp
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Tuple
@@ -58,6 +59,14 @@ def _progress(total: int):
         return ProgressBar(total)
 
 
+def _file_identity(path: Optional[str]) -> Optional[list]:
+    """[size, modification time in ns] of a file, ``None`` if absent."""
+    if not path or not osp.isfile(path):
+        return None
+    stat = os.stat(path)
+    return [stat.st_size, stat.st_mtime_ns]
+
+
 def run_inference(args: argparse.Namespace,
                   echo: Callable[[str], None] = print) -> RunSummary:
     """Run ``args.task`` over ``args.input`` into ``args.output``.
@@ -84,6 +93,8 @@ def run_inference(args: argparse.Namespace,
     header = dict(
         task=spec.name, config=osp.abspath(args.config),
         checkpoint=osp.abspath(args.checkpoint) if args.checkpoint else None,
+        # a retrained file at the same path is another model
+        checkpoint_file=_file_identity(args.checkpoint),
         flip_test=bool(args.flip_test))
     index = InferenceIndex(layout.out_dir, header)
     try:

@@ -99,24 +99,23 @@ def jpeg_is_truncated(data: bytes) -> bool:
 
 
 def read_image(path: str) -> Tuple[Optional[np.ndarray], Optional[str]]:
-    """Decode an image file.
+    """Decode an image file (``cv2.imread``, EXIF orientation applied).
 
     Returns:
         ``(image, warning)``: ``image`` is (H, W, 3) uint8 BGR or ``None``
         when the file cannot be decoded; ``warning`` says why a decoded image
         may be damaged.
     """
-    try:
-        data = np.fromfile(path, dtype=np.uint8)
-    except OSError:
-        return None, None
-    image = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
+    image = cv2.imread(path, cv2.IMREAD_COLOR)
     if image is None or image.size == 0:
         return None, None
     warning = None
-    if jpeg_is_truncated(data.tobytes()):
-        warning = ('truncated JPEG (no end-of-image marker): the missing part '
-                   'decodes as grey')
+    if path.lower().endswith(('.jpg', '.jpeg')):
+        with open(path, 'rb') as f:
+            data = f.read()
+        if jpeg_is_truncated(data):
+            warning = ('truncated JPEG (no end-of-image marker): the missing '
+                       'part decodes as grey')
     return image, warning
 
 
@@ -185,8 +184,10 @@ class FrameReader:
                 if real not in seen:
                     seen.add(real)
                     self.items.append(f)
-        for folder in empty:
-            self.skipped.append((folder, _no_images_message(folder)))
+        # folders without images are reported with every run's skipped list
+        self.empty_folders = [(f, f'no images or videos in the folder. '
+                               f'{_extensions_message()}') for f in empty]
+        self.skipped = list(self.empty_folders)
         if not self.items:
             where = ', '.join(repr(f) for f in empty) or 'the inputs'
             raise FileNotFoundError(
@@ -254,7 +255,7 @@ class FrameReader:
             self.skipped.append((path, 'the video has no decodable frames'))
 
     def __iter__(self) -> Iterator[Frame]:
-        self.skipped = [s for s in self.skipped if osp.isdir(s[0])]
+        self.skipped = list(self.empty_folders)
         self.warnings = []
         self.num_done = 0
         for item, name, stem in zip(self.items, self.names, self.stems):
@@ -283,10 +284,6 @@ def _extensions_message() -> str:
     return (f'Images are read with the extensions {", ".join(IMAGE_EXTS)} '
             f'and videos with {", ".join(VIDEO_EXTS)} (any case); folders '
             'are not searched recursively.')
-
-
-def _no_images_message(folder: str) -> str:
-    return f'no images or videos in the folder. {_extensions_message()}'
 
 
 def batched(frames: Iterable[Frame], size: int) -> Iterator[List[Frame]]:

@@ -56,7 +56,10 @@ class SegInferencer(BaseInferencer):
         data = self.model.data_preprocessor(
             pseudo_collate([self._prepare(f, flip) for f in frames]), False)
         metas = [s.metainfo for s in data['data_samples']]
-        logits = self.model.inference(data['inputs'], metas)
+        # inference() reads only img_shape (equal in a batch: the network
+        # size); one ori_shape for all avoids its "different shapes" warning.
+        same = [dict(m, ori_shape=metas[0]['ori_shape']) for m in metas]
+        logits = self.model.inference(data['inputs'], same)
         out = []
         for lg, meta in zip(logits, metas):
             left, right, top, bottom = meta.get(

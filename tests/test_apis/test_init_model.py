@@ -1,8 +1,12 @@
 """init_model: official checkpoints reproduce the official outputs; errors."""
+import glob
 import os.path as osp
 
+import cv2
+import numpy as np
 import pytest
 import torch
+from mmengine.config import Config
 from safetensors.torch import load_file, save_file
 
 from sapiens2_mm.apis import init_model
@@ -59,3 +63,82 @@ def test_checkpoint_of_another_size_lists_keys(tmp_path):
     with pytest.raises(CheckpointMismatchError,
                        match=r'decode_head.conv_seg.weight checkpoint'):
         init_model(SEG_CFG, bad)
+
+
+TINY_ARCH = dict(embed_dims=32, num_layers=2, num_heads=2,
+                 feedforward_channels=64, num_tokenizer_layers=0)
+
+
+def _shipped_configs():
+    return sorted(
+        p for p in glob.glob(osp.join(REPO_DIR, 'configs', '*', '*.py'))
+        if '_base_' not in p)
+
+
+def _tiny(path):
+    """The shipped config with a 2-block, 32-channel backbone and head."""
+    cfg = Config.fromfile(path)
+    cfg.model.backbone.arch = dict(TINY_ARCH)
+    cfg.model.backbone.img_size = (64, 48)
+    head = cfg.model.get('head') or cfg.model.decode_head
+    head.in_channels = 32
+    head.deconv_out_channels = tuple(8 for _ in head.deconv_out_channels)
+    head.conv_out_channels = tuple(8 for _ in head.conv_out_channels)
+    return cfg
+
+
+@pytest.mark.parametrize('path', _shipped_configs(),
+                         ids=lambda p: osp.basename(p))
+def test_every_shipped_config_builds_with_meta(path):
+    """Every config of configs/ (308-keypoint ones included) goes through
+    init_model with its own dataset meta."""
+    cfg = _tiny(path)
+    model = init_model(cfg)
+    meta = model.dataset_meta
+    if model.task == 'pose':
+        assert meta['num_keypoints'] == cfg.model.head.out_channels
+        assert len(meta['flip_indices']) == meta['num_keypoints']
+    else:
+        assert len(meta['classes']) == cfg.model.decode_head.num_classes
+
+
+def test_308_config_meta_is_the_sapiens2_table():
+    from mmpose.datasets.datasets.utils import parse_pose_metainfo
+
+    from sapiens2_mm.metainfo.pose import KEYPOINTS308_FILE
+    path = osp.join(REPO_DIR,
+                    'configs/pose/sapiens2-1b_8xb7-20k_sapiens308-1024x768.py')
+    meta = init_model(_tiny(path)).dataset_meta
+    ref = parse_pose_metainfo(dict(from_file=KEYPOINTS308_FILE))
+    assert meta['keypoint_id2name'] == ref['keypoint_id2name']
+    assert list(meta['flip_indices']) == list(ref['flip_indices'])
+
+
+@pytest.mark.parametrize('task,cfg', [('pose', POSE_CFG), ('seg', SEG_CFG)])
+def test_inferencer_on_a_config_without_test_dataloader(task, cfg):
+    """tiny18_*.py are bare model configs: the task's default pipeline (the
+    official resize / top-down crop) stands in for the test pipeline."""
+    from sapiens2_mm.apis import build_inferencer
+    model = init_model(cfg, osp.join(PARITY_DIR, f'tiny18_{task}.safetensors'))
+    image = cv2.imread(osp.join(REPO_DIR, 'tests/data/coco_sample',
+                                '000000040083.jpg'))
+    result = build_inferencer(model, flip_test=False)(image)[0]
+    if task == 'seg':
+        assert result.label_map.shape == image.shape[:2]
+        # equal to the official steps: resize to the network size, forward,
+        # bilinear back, argmax
+        from sapiens2_mm.datasets.seg.transforms.resize import resize_image
+        x = resize_image(image, 128, 96)[..., ::-1].astype(np.float32)
+        x = (x - [123.675, 116.28, 103.53]) / [58.395, 57.12, 57.375]
+        x = torch.from_numpy(x.transpose(2, 0, 1).copy()).float()[None]
+        with torch.no_grad():
+            logits = torch.nn.functional.interpolate(
+                model(x, None, mode='tensor'), size=image.shape[:2],
+                mode='bilinear')[0]
+        top2 = logits.topk(2, dim=0).values
+        decided = (top2[0] - top2[1]).numpy() > 1e-4
+        np.testing.assert_array_equal(result.label_map[decided],
+                                      logits.argmax(0).numpy()[decided])
+    else:
+        assert result.keypoints.shape == (1, 308, 2)
+        assert np.isfinite(result.keypoints).all()

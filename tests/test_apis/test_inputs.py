@@ -52,3 +52,24 @@ def test_errors():
 
 def test_batched_sizes():
     assert [len(b) for b in batched(range(7), 3)] == [3, 3, 1]
+
+
+def test_names_mirror_folders_and_stems_stay_unique(tmp_path):
+    img = np.zeros((8, 6, 3), np.uint8)
+    for rel in ('cam1/0001.jpg', 'cam2/0001.jpg', 'cam1/a.jpg', 'cam1/a.png'):
+        (tmp_path / rel).parent.mkdir(exist_ok=True)
+        cv2.imwrite(str(tmp_path / rel), img)
+    (tmp_path / 'none').mkdir()
+    reader = FrameReader([str(tmp_path / 'cam1'), str(tmp_path / 'cam2'),
+                          str(tmp_path / 'none'),
+                          str(tmp_path / 'cam1' / 'a.jpg')])  # given twice
+    frames = list(reader)
+    assert [(f.name, f.stem) for f in frames] == [
+        ('cam1/0001.jpg', 'cam1/0001'), ('cam1/a.jpg', 'cam1/a_jpg'),
+        ('cam1/a.png', 'cam1/a_png'), ('cam2/0001.jpg', 'cam2/0001')]
+    (folder, reason), = reader.skipped
+    assert folder.endswith('none') and '.jpg' in reason and '.mp4' in reason
+    reader.done = {'cam1/a.png'}
+    assert [f.name for f in reader] == ['cam1/0001.jpg', 'cam1/a.jpg',
+                                        'cam2/0001.jpg']
+    assert reader.num_done == 1

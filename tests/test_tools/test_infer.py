@@ -5,6 +5,7 @@ import os.path as osp
 import shutil
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import cv2
 import numpy as np
@@ -52,6 +53,8 @@ def test_pose_outputs_read_back(inputs, tmp_path, capsys):
     with open(out / f'{tmp_path.name}_predictions.json') as f:
         data = json.load(f)
     assert data['num_keypoints'] == 17 and data['kpt_thr_used'] == 0.3
+    # the first frames are photos; the video is still named
+    assert data['video'].endswith('clip.mp4')
     frames = {fr['image_name']: fr for fr in data['frames']}
     assert sorted(frames) == ['000000040083.jpg', '000000197388.jpg',
                               'clip_000000.jpg', 'clip_000001.jpg',
@@ -93,6 +96,10 @@ def test_seg_outputs_read_back(inputs, tmp_path):
     assert labels.shape == (120, 160) and labels.dtype == np.uint8
     assert labels.min() >= 0 and labels.max() < 29
     assert len([n for n in os.listdir(out) if n.startswith('clip_')]) == 3
+    # the video's drawing is one mp4 (docs/inference.md)
+    cap = cv2.VideoCapture(str(out / 'clip.mp4'))
+    assert int(cap.get(cv2.CAP_PROP_FRAME_COUNT)) == 3
+    cap.release()
     vis = cv2.imread(str(out / '000000040083.jpg'))
     assert vis.shape == (120, 320, 3)  # [image | overlay]
     image = cv2.imread(str(inputs / '000000040083.jpg')).astype(int)
@@ -133,3 +140,250 @@ def test_cli_error_message_and_exit_code(tmp_path):
     assert proc.returncode == 1
     assert "error: Config file not found: 'configs/nope.py'" in proc.stderr
     shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+# ------------------------------------------------------------ no lost work
+def _photo(path, index=0, size=(96, 72)):
+    name = ('000000040083.jpg', '000000197388.jpg', '000000000785.jpg',
+            '000000196141.jpg')[index % 4]
+    img = cv2.resize(cv2.imread(osp.join(COCO, name)), size)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    assert cv2.imwrite(str(path), img)
+    return img
+
+
+def _snapshot(folder):
+    return {p: (p.stat().st_mtime_ns, p.read_bytes())
+            for p in sorted(folder.rglob('*')) if p.is_file()}
+
+
+def test_output_in_an_input_folder_is_refused(tmp_path):
+    folder = tmp_path / 'photos'
+    _photo(folder / 'a.jpg')
+    before = _snapshot(folder)
+    for output in (folder, folder / 'out'):
+        with pytest.raises(ValueError, match='inside\\) the input folder'):
+            infer.main(['seg', tiny_config('seg'), '--input', str(folder),
+                        '--output', str(output)])
+    with pytest.raises(ValueError, match='input folder'):
+        infer.main(['seg', tiny_config('seg'), '--input',
+                    str(folder / 'a.jpg'), '--output', str(folder)])
+    assert _snapshot(folder) == before
+
+
+def test_same_names_and_stems_keep_distinct_outputs(tmp_path):
+    root = tmp_path / 'in'
+    images = {'cam1/0001.jpg': _photo(root / 'cam1' / '0001.jpg', 0),
+              'cam2/0001.jpg': _photo(root / 'cam2' / '0001.jpg', 1),
+              'cam1/a.jpg': _photo(root / 'cam1' / 'a.jpg', 2),
+              'cam1/a.png': _photo(root / 'cam1' / 'a.png', 3)}
+    out = tmp_path / 'seg'
+    assert infer.main(['seg', tiny_config('seg'), '--input',
+                       str(root / 'cam1'), str(root / 'cam2'), '--output',
+                       str(out)]) == 0
+    for name in ('cam1/0001', 'cam2/0001', 'cam1/a_jpg', 'cam1/a_png'):
+        assert np.load(out / f'{name}_seg.npy').shape == (72, 96)
+    for name in images:  # each drawing shows its own photo, not another's
+        vis = cv2.imread(str(out / name))[:, :96].astype(int)
+        errors = {other: np.abs(vis - cv2.imread(str(root / other))).mean()
+                  for other in images}
+        assert min(errors, key=errors.get) == name
+    # pose: the JSON and the bbox file are keyed by the same names
+    boxes = tmp_path / 'boxes.json'
+    boxes.write_text(json.dumps({'cam2/0001.jpg': [[5, 5, 60, 70]]}))
+    pose_out = tmp_path / 'pose'
+    assert infer.main(['pose', tiny_config('pose'), '--input',
+                       str(root / 'cam1'), str(root / 'cam2'), '--output',
+                       str(pose_out), '--bboxes', str(boxes)]) == 0
+    with open(pose_out / 'pose_predictions.json') as f:
+        frames = {fr['image_name']: fr for fr in json.load(f)['frames']}
+    assert sorted(frames) == sorted(images)
+    assert frames['cam2/0001.jpg']['instances'][0]['bbox'] == [5, 5, 60, 70]
+    assert frames['cam1/0001.jpg']['instances'][0]['bbox'] == [0, 0, 95, 71]
+
+
+def test_interrupted_run_keeps_its_frames_and_resumes(tmp_path, monkeypatch,
+                                                       capsys):
+    from sapiens2_mm.apis.tasks import pose as pose_task
+    folder = tmp_path / 'in'
+    for i in range(4):
+        _photo(folder / f'{i}.jpg', i)
+    out = tmp_path / 'out'
+    args = ['pose', tiny_config('pose'), '--input', str(folder), '--output',
+            str(out), '--batch-size', '1']
+    write = pose_task.PoseWriter.write
+    calls = []
+
+    def ctrl_c_on_third_frame(self, frame, result):
+        calls.append(frame.name)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return write(self, frame, result)
+
+    monkeypatch.setattr(pose_task.PoseWriter, 'write', ctrl_c_on_third_frame)
+    assert infer.main(args) == 130
+    assert 'Interrupted. 2 frame(s) finished and kept' in capsys.readouterr(
+    ).out
+    with open(out / 'out_predictions.json') as f:
+        assert [fr['image_name'] for fr in json.load(f)['frames']] == [
+            '0.jpg', '1.jpg']
+    kept = _snapshot(out)
+    monkeypatch.setattr(pose_task.PoseWriter, 'write', write)
+    assert infer.main(args) == 0
+    log = capsys.readouterr().out
+    assert '2 input(s) finished by an earlier run were skipped' in log
+    with open(out / 'out_predictions.json') as f:
+        assert [fr['image_name'] for fr in json.load(f)['frames']] == [
+            '0.jpg', '1.jpg', '2.jpg', '3.jpg']
+    for name in ('0.jpg', '1.jpg'):  # earlier outputs are not rewritten
+        assert kept[out / name] == _snapshot(out)[out / name]
+    # another model into the same folder is refused, nothing is touched
+    before = _snapshot(out)
+    with pytest.raises(FileExistsError, match='other settings.*flip_test'):
+        infer.main(args + ['--flip-test'])
+    assert _snapshot(out) == before
+
+
+def test_folder_of_foreign_files_is_refused(tmp_path):
+    folder = tmp_path / 'in'
+    _photo(folder / 'a.jpg')
+    out = tmp_path / 'out'
+    out.mkdir()
+    (out / 'notes.txt').write_text('mine')
+    with pytest.raises(FileExistsError, match='no inference_index.jsonl'):
+        infer.main(['seg', tiny_config('seg'), '--input', str(folder),
+                    '--output', str(out)])
+    assert (out / 'notes.txt').read_text() == 'mine'
+
+
+def test_bad_frames_are_skipped_counted_and_listed(tmp_path, monkeypatch,
+                                                   capsys):
+    from sapiens2_mm.apis import PoseInferencer
+    folder = tmp_path / 'in'
+    for i in range(3):
+        _photo(folder / f'{i}.jpg', i)
+    boxes = tmp_path / 'boxes.json'
+    boxes.write_text(json.dumps({'0.jpg': [[10, 10, 1e12, 1e12]]}))
+    crop = PoseInferencer._crop
+
+    def broken_crop(self, frame, box):
+        if frame.name == '1.jpg':
+            raise RuntimeError('simulated model failure')
+        return crop(self, frame, box)
+
+    monkeypatch.setattr(PoseInferencer, '_crop', broken_crop)
+    out = tmp_path / 'out'
+    assert infer.main(['pose', tiny_config('pose'), '--input', str(folder),
+                       '--output', str(out), '--bboxes', str(boxes),
+                       '--batch-size', '3']) == 0
+    log = capsys.readouterr().out
+    assert '2 frame(s) processed' in log
+    assert 'failed 1 frame(s)' in log and 'simulated model failure' in log
+    assert '1.jpg: RuntimeError' in log
+    with open(out / 'out_predictions.json') as f:
+        frames = {fr['image_name']: fr for fr in json.load(f)['frames']}
+    assert sorted(frames) == ['0.jpg', '2.jpg']
+    assert cv2.imread(str(out / '0.jpg')).shape == (72, 96, 3)  # huge box drawn
+
+
+def test_non_finite_keypoints_are_not_drawn_and_written_as_null():
+    from sapiens2_mm.apis import Frame, PoseResult, get_task
+    from sapiens2_mm.metainfo.pose import parsed_metainfo
+    meta = parsed_metainfo('coco')
+    image = np.zeros((40, 30, 3), np.uint8)
+    kpts = np.full((1, 17, 2), 10.0, np.float32)
+    kpts[0, 0] = np.nan
+    kpts[0, 1] = 1e12
+    kpts[0, 2] = -np.inf
+    result = PoseResult('a.jpg', (40, 30), np.array([[0, 0, 1e12, np.nan]]),
+                        np.ones(1), kpts, np.ones((1, 17), np.float32))
+    args = SimpleNamespace(kpt_thr=0.3, radius=2, thickness=1)
+    vis = get_task('pose').visualize(Frame('a.jpg', image), result, meta, args)
+    assert vis.shape == image.shape and vis.any()
+    entry = json.loads(json.dumps(result.to_dict(), allow_nan=False))
+    assert entry['instances'][0]['keypoints'][0] == [None, None]
+    assert entry['instances'][0]['bbox'][3] is None
+
+
+def test_explicit_box_options(tmp_path, inputs):
+    with pytest.raises(ValueError, match='--det-checkpoint needs --det-config'):
+        infer.main(['pose', tiny_config('pose'), '--input', str(inputs),
+                    '--output', str(tmp_path / 'o'), '--det-checkpoint',
+                    str(tmp_path / 'det.pth')])
+    assert not (tmp_path / 'o').exists()
+
+
+def test_empty_folder_says_what_is_read(tmp_path):
+    empty = tmp_path / 'empty'
+    empty.mkdir()
+    (empty / 'notes.txt').write_text('not an image')
+    with pytest.raises(FileNotFoundError,
+                       match=r'No images or videos found in .*empty.*\.jpg'):
+        infer.main(['seg', tiny_config('seg'), '--input', str(empty),
+                    '--output', str(tmp_path / 'o')])
+
+
+def test_missing_gpu_is_a_clear_error(tmp_path, inputs, monkeypatch):
+    import torch
+    monkeypatch.setattr(torch.cuda, 'is_available', lambda: False)
+    with pytest.raises(ValueError, match="'cuda:0'.*no CUDA GPU"):
+        infer.main(['seg', tiny_config('seg'), '--input', str(inputs),
+                    '--output', str(tmp_path / 'o'), '--device', 'cuda:0'])
+    with pytest.raises(ValueError, match="Unknown device 'gpu'"):
+        infer.main(['seg', tiny_config('seg'), '--input', str(inputs),
+                    '--output', str(tmp_path / 'o'), '--device', 'gpu'])
+
+
+def test_truncated_jpeg_is_processed_warned_and_counted(tmp_path, capsys):
+    folder = tmp_path / 'in'
+    _photo(folder / 'good.jpg')
+    data = (folder / 'good.jpg').read_bytes()
+    (folder / 'cut.jpg').write_bytes(data[:len(data) // 2])
+    out = tmp_path / 'out'
+    assert infer.main(['seg', tiny_config('seg'), '--input', str(folder),
+                       '--output', str(out)]) == 0
+    log = capsys.readouterr().out
+    assert '2 frame(s) processed' in log
+    assert 'warnings for 1 input(s)' in log and 'cut.jpg: truncated JPEG' in log
+    with open(out / 'inference_index.jsonl') as f:
+        records = [json.loads(line) for line in f][1:]
+    warned = {r['name']: r.get('warning') for r in records}
+    assert warned['good.jpg'] is None and 'truncated' in warned['cut.jpg']
+
+
+def test_interrupted_video_is_redone_and_a_finished_one_skipped(
+        tmp_path, inputs, monkeypatch, capsys):
+    from sapiens2_mm.apis.tasks import seg as seg_task
+    out = tmp_path / 'out'
+    args = ['seg', tiny_config('seg'), '--input', str(inputs / 'clip.mp4'),
+            '--output', str(out), '--batch-size', '1']
+    write = seg_task.SegWriter.write
+    calls = []
+
+    def ctrl_c_on_second_frame(self, frame, result):
+        calls.append(frame.name)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return write(self, frame, result)
+
+    monkeypatch.setattr(seg_task.SegWriter, 'write', ctrl_c_on_second_frame)
+    assert infer.main(args) == 130
+    assert (out / 'clip.partial.mp4').is_file()
+    assert not (out / 'clip.mp4').exists()  # only complete videos get it
+    monkeypatch.setattr(seg_task.SegWriter, 'write', write)
+    assert infer.main(args) == 0
+    cap = cv2.VideoCapture(str(out / 'clip.mp4'))
+    assert int(cap.get(cv2.CAP_PROP_FRAME_COUNT)) == 3
+    cap.release()
+    with open(out / 'inference_index.jsonl') as f:
+        lines = [json.loads(line) for line in f][1:]
+    assert [r['video_done'] for r in lines if 'video_done' in r] == [
+        'clip.mp4']
+    capsys.readouterr()
+    kept = _snapshot(out)
+    assert infer.main(args) == 0  # finished: skipped without decoding
+    assert '1 input(s) finished by an earlier run were skipped' in \
+        capsys.readouterr().out
+    assert {p: v for p, v in _snapshot(out).items()
+            if p.name != 'inference_index.jsonl'} == {
+        p: v for p, v in kept.items() if p.name != 'inference_index.jsonl'}

@@ -14,6 +14,7 @@ A new task is one subclass registered with
 ``sapiens2_mm/apis/tasks/__init__.py`` (docs/inference.md lists the steps).
 """
 import argparse
+from abc import ABCMeta, abstractmethod
 from typing import Dict, List, Mapping, Optional, Type
 
 import numpy as np
@@ -23,8 +24,9 @@ from mmengine.config import Config
 from ...registry import TASKS
 
 
-class BaseTask:
-    """The description of one task; subclasses fill in the task's parts.
+class BaseTask(metaclass=ABCMeta):
+    """The description of one task; subclasses fill in the task's parts
+    (:meth:`matches` and :meth:`open_writer` at least).
 
     Class attributes:
         name: the registered name (CLI choice, ``model.task``).
@@ -42,18 +44,18 @@ class BaseTask:
     official_renames: Dict[str, str] = {}
 
     # -- configs and models -------------------------------------------------
+    @abstractmethod
     def matches(self, cfg: Config) -> bool:
         """Whether ``cfg`` (a model config) builds a model of this task."""
-        raise NotImplementedError(
-            f'{type(self).__name__}.matches is not written; a task must say '
-            'which configs it runs.')
 
     def dataset_meta(self, cfg: Config) -> dict:
         """The ``model.dataset_meta`` the inferencer and writers use."""
         return {}
 
     def prepare_model_config(self, cfg: Config) -> None:
-        """Adjust ``cfg.model`` in place before an inference model is built."""
+        """Adjust ``cfg.model`` in place before an inference model is built
+        (default: nothing to adjust)."""
+        return None
 
     def default_inference_pipeline(self, cfg: Config) -> List[dict]:
         """Test steps for a config without test_dataloader / test_pipeline."""
@@ -76,7 +78,8 @@ class BaseTask:
 
     # -- inference -----------------------------------------------------------
     def add_cli_arguments(self, parser: argparse.ArgumentParser) -> None:
-        """Add the task's own ``tools/infer.py`` options."""
+        """Add the task's own ``tools/infer.py`` options (default: none)."""
+        return None
 
     def inferencer_kwargs(self, args: argparse.Namespace) -> dict:
         """Extra inferencer arguments from the parsed CLI options.
@@ -92,10 +95,9 @@ class BaseTask:
             raise ValueError(f'Task {self.name!r} registers no inferencer.')
         return self.inferencer(model, **kwargs)
 
+    @abstractmethod
     def open_writer(self, layout, model, args: argparse.Namespace):
         """A :class:`~sapiens2_mm.apis.writers.TaskWriter` for one run."""
-        raise NotImplementedError(
-            f'Task {self.name!r} writes no outputs (open_writer).')
 
     def run_report(self, inferencer) -> List[str]:
         """Lines for the end of a run (e.g. how many boxes were dropped)."""

@@ -11,6 +11,8 @@ from ..writers import TaskWriter, save_array
 from .base import BaseTask, visualization_hooks
 
 SEG_HEAD_TYPES = ('SegHead', )
+# Any mmseg encoder-decoder is a segmentation model (e.g. with mmseg.FCNHead).
+SEG_MODEL_TYPES = ('mmseg.EncoderDecoder', )
 # Rows drawn at a time: the overlay of a large photo stays a few 100 MB.
 DRAW_BAND_ROWS = 512
 
@@ -77,7 +79,8 @@ class SegTask(BaseTask):
 
     def matches(self, cfg: Config) -> bool:
         head = cfg.model.get('decode_head') or {}
-        return head.get('type') in SEG_HEAD_TYPES
+        return (head.get('type') in SEG_HEAD_TYPES
+                or cfg.model.get('type') in SEG_MODEL_TYPES)
 
     def dataset_meta(self, cfg: Config) -> dict:
         return seg_dataset_meta(cfg)

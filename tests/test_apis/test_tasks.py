@@ -1,0 +1,255 @@
+"""The task registry: one registered description per task, nothing else.
+
+A toy task registered here runs through init_model, tools/infer.py and
+tools/test.py --show-dir without any change to those files.
+"""
+import glob
+import json
+import os
+import os.path as osp
+
+import cv2
+import numpy as np
+import pytest
+import torch
+from mmengine.config import Config
+from mmengine.hooks import Hook
+
+from sapiens2_mm.apis import (
+    BaseInferencer,
+    BaseTask,
+    TaskWriter,
+    find_task,
+    get_task,
+    init_model,
+    task_names,
+)
+from sapiens2_mm.registry import HOOKS, TASKS
+from tests.conftest import DATA_DIR, REPO_DIR
+from tests.test_apis.tiny_configs import tiny_config
+from tests.test_tools.workflow_utils import load_tool
+
+SEG_SAMPLE = osp.join(DATA_DIR, 'seg_sample')
+
+
+def _task_configs():
+    return sorted(
+        p for p in glob.glob(osp.join(REPO_DIR, 'configs', '*', '*.py'))
+        if '_base_' not in p)
+
+
+def test_pose_and_seg_are_registered_and_resolve():
+    assert {'pose', 'seg'} <= set(task_names())
+    for name in task_names():
+        spec = get_task(name)
+        assert isinstance(spec, BaseTask) and spec.name == name
+        assert TASKS.get(name) is type(spec)
+    with pytest.raises(ValueError, match="Unknown task 'nope'.*registered"):
+        get_task('nope')
+
+
+@pytest.mark.parametrize('path', _task_configs(),
+                         ids=lambda p: osp.basename(p))
+def test_every_shipped_config_is_recognised(path):
+    folder = osp.basename(osp.dirname(path))
+    assert find_task(Config.fromfile(path)).name == folder
+
+
+def test_unknown_model_is_named():
+    cfg = Config(dict(model=dict(type='mmdet.RTMDet', head=dict(type='X'))))
+    with pytest.raises(ValueError, match="model type 'mmdet.RTMDet'"):
+        find_task(cfg)
+
+
+def test_checkpoint_keys_come_from_the_task():
+    from sapiens2_mm.utils import detect_task, official_to_package
+    state = {'decode_head.conv_pose.weight': torch.zeros(1),
+             'backbone.cls_token': torch.zeros(1)}
+    assert detect_task(state) == 'pose'
+    mapped = official_to_package(state, 'pose')
+    assert set(mapped) == {'head.conv_pose.weight', 'backbone.cls_token'}
+    assert get_task('pose').package_to_official(mapped).keys() == state.keys()
+
+
+def test_infer_cli_choices_come_from_the_registry(capsys):
+    infer = load_tool('infer')
+    with pytest.raises(SystemExit):
+        infer.parse_args(['no_such_task', 'x.py', '--input', 'a',
+                          '--output', 'b'])
+    err = capsys.readouterr().err
+    for name in task_names():
+        assert repr(name) in err
+
+
+# ---------------------------------------------------------------- toy task
+class ToyInferencer(BaseInferencer):
+    """Fraction of foreground pixels of the seg model's label map."""
+    task = 'toy'
+
+    def __init__(self, model, batch_size=4, flip_test=None, scale=1.0):
+        super().__init__(model, batch_size=batch_size, flip_test=flip_test)
+        self.scale = scale
+
+    def run_batch(self, frames):
+        data = []
+        for f in frames:
+            h, w = f.image.shape[:2]
+            data.append(self.pipeline(dict(img=f.image, img_path=f.name,
+                                           img_shape=(h, w), ori_shape=(h, w))))
+        samples = self._test_step(data)
+        return [dict(name=f.name, value=self.scale * float(
+            (s.pred_sem_seg.data > 0).float().mean()))
+            for f, s in zip(frames, samples)]
+
+
+class ToyWriter(TaskWriter):
+
+    def write(self, frame, result):
+        path = self.layout.frame_path(frame, '_toy.json')
+        with open(path, 'w') as f:
+            json.dump(result, f)
+        return {'outputs': [self.layout.relative(path)],
+                'value': result['value']}
+
+    def finalize(self, records):
+        path = osp.join(self.layout.out_dir, 'toy_summary.json')
+        with open(path, 'w') as f:
+            json.dump({r['name']: r['value'] for r in records}, f)
+        return [f'toy summary: {path}']
+
+
+class ToyShowHook(Hook):
+    """Writes one grey image per test sample into ``out_dir``."""
+
+    def __init__(self, out_dir=None):
+        self.out_dir = out_dir
+
+    def after_test_iter(self, runner, batch_idx, data_batch=None,
+                        outputs=None):
+        for sample in outputs:
+            name = osp.splitext(osp.basename(sample.img_path))[0]
+            cv2.imwrite(osp.join(self.out_dir, f'{name}_toy.png'),
+                        np.full((4, 4, 3), 128, np.uint8))
+
+
+class ToyTask(BaseTask):
+    summary = 'toy task of the registry test'
+    inferencer = ToyInferencer
+
+    def matches(self, cfg):
+        return bool(cfg.get('toy_model'))
+
+    def dataset_meta(self, cfg):
+        return {'classes': ('background', 'person')}
+
+    def add_cli_arguments(self, parser):
+        parser.add_argument('--toy-scale', type=float, default=1.0)
+
+    def inferencer_kwargs(self, args):
+        return {'scale': args.toy_scale}
+
+    def open_writer(self, layout, model, args):
+        return ToyWriter(layout, model.dataset_meta, args)
+
+    def visualize(self, frame, result, meta, args):
+        return cv2.rectangle(frame.image.copy(), (0, 0), (15, 15), (0, 0, 255),
+                             -1)
+
+    def enable_show_dir(self, cfg, show_dir):
+        hooks = list(cfg.get('custom_hooks') or [])
+        hooks.append(dict(type='ToyShowHook', out_dir=show_dir))
+        cfg.custom_hooks = hooks
+        return show_dir
+
+
+@pytest.fixture
+def toy_task():
+    TASKS.register_module(name='toy', module=ToyTask)
+    HOOKS.register_module(module=ToyShowHook)
+    yield
+    TASKS._module_dict.pop('toy')
+    HOOKS._module_dict.pop('ToyShowHook')
+
+
+@pytest.fixture
+def toy_config(tmp_path):
+    """The tiny seg model declared as the toy task, on the seg sample."""
+    path = tmp_path / 'toy_config.py'
+    path.write_text(
+        f'_base_ = [{tiny_config("seg")!r}]\n'
+        "task = 'toy'\n"
+        'toy_model = True\n'
+        f'test_dataloader = dict(dataset=dict(data_root={SEG_SAMPLE + "/"!r}))\n'
+        'val_dataloader = test_dataloader\n')
+    return str(path)
+
+
+def test_toy_task_runs_through_init_model_infer_and_test(
+        toy_task, toy_config, tmp_path, capsys):
+    # init_model: the explicit task wins; without it two tasks would match
+    model = init_model(toy_config)
+    assert model.task == 'toy'
+    assert model.dataset_meta == {'classes': ('background', 'person')}
+    cfg = Config.fromfile(toy_config)
+    cfg.pop('task')
+    with pytest.raises(ValueError, match=r"Several tasks.*'seg'.*'toy'"):
+        find_task(cfg)
+
+    # tools/infer.py toy ...: the task's option, writer and visualiser
+    infer = load_tool('infer')
+    images = osp.join(SEG_SAMPLE, 'images')
+    out = tmp_path / 'infer'
+    assert infer.main(['toy', toy_config, '--input', images, '--output',
+                       str(out), '--toy-scale', '2.0']) == 0
+    names = sorted(os.listdir(images))
+    for name in names:
+        stem = osp.splitext(name)[0]
+        with open(out / f'{stem}_toy.json') as f:
+            value = json.load(f)['value']
+        assert 0.0 <= value <= 2.0
+        vis = cv2.imread(str(out / name))
+        # the toy visualiser's red square (JPEG-compressed)
+        assert np.abs(vis[4, 4].astype(int) - (0, 0, 255)).max() < 30
+    with open(out / 'toy_summary.json') as f:
+        assert sorted(json.load(f)) == names
+    assert 'toy summary' in capsys.readouterr().out
+
+    # tools/test.py --show-dir: the task's show hook, the folder printed
+    test_tool = load_tool('test')
+    ckpt = str(tmp_path / 'toy.pth')
+    torch.save({'state_dict': model.state_dict()}, ckpt)
+    show = tmp_path / 'show'
+    test_tool.main([toy_config, ckpt, '--work-dir', str(tmp_path / 'work'),
+                    '--show-dir', str(show)])
+    assert sorted(os.listdir(show)) == sorted(
+        osp.splitext(n)[0] + '_toy.png' for n in names)
+    assert f'Visualisations written to {show}' in capsys.readouterr().out
+
+
+def test_seg_show_dir_says_where_the_images_are(tmp_path, capsys):
+    """tools/test.py --show-dir for seg prints the folder mmseg writes to
+    (DIR/vis_data/vis_image) and the images are there."""
+    model = init_model(tiny_config('seg'))
+    ckpt = str(tmp_path / 'seg.pth')
+    torch.save({'state_dict': model.state_dict()}, ckpt)
+    show = tmp_path / 'show'
+    test_tool = load_tool('test')
+    test_tool.main([tiny_config('seg'), ckpt, '--work-dir',
+                    str(tmp_path / 'work'), '--show-dir', str(show),
+                    '--cfg-options',
+                    f'test_dataloader.dataset.data_root={SEG_SAMPLE}/',
+                    'experiment_name=seg_show_dir_test'])
+    where = show / 'vis_data' / 'vis_image'
+    assert f'Visualisations written to {where}' in capsys.readouterr().out
+    # mmengine's LocalVisBackend names them test_<image>_<step>.png
+    drawn = sorted(n[len('test_'):].rsplit('_', 1)[0]
+                   for n in os.listdir(where))
+    assert drawn == sorted(os.listdir(osp.join(SEG_SAMPLE, 'images')))
+
+
+def test_pose_show_dir_is_the_folder_asked_for(tmp_path):
+    cfg = Config.fromfile(tiny_config('pose'))
+    assert get_task('pose').enable_show_dir(cfg, str(tmp_path)) == str(
+        tmp_path)
+    hook = cfg.default_hooks.visualization
+    assert hook.enable and hook.out_dir == str(tmp_path)
