@@ -438,3 +438,16 @@ def test_pycocotools_convention_equals_pycocotools(tmp_path):
                                   results['xtcocotools'])
     with pytest.raises(ValueError, match="coco_convention='coco'"):
         KeypointOKSMetric(coco_convention='coco')
+
+
+def test_category_id_as_array_as_mmpose_packs_it():
+    """mmpose's PackPoseInputs gives category_id as a one-element array; the
+    metric must group by its value (this crashed tools/test.py on 308 configs
+    with 'unhashable type: numpy.ndarray')."""
+    gt17 = load_json(COCO17_JSON)
+    samples = perfect_predictions(gt17)
+    for s in samples:
+        s['category_id'] = np.array([1])
+    res = run_metric(KeypointOKSMetric(ann_file=COCO17_JSON,
+                                       sigmas=COCO17_SIGMAS), samples)
+    assert res['AP'] == pytest.approx(1.0, abs=1e-12)

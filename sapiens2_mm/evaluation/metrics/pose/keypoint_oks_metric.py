@@ -211,7 +211,10 @@ class KeypointOKSMetric(BaseMetric):
                 bbox_scores = np.ones(num)
             pred = dict(
                 id=sample.get('id'), img_id=sample['img_id'],
-                category_id=sample.get('category_id', 1), keypoints=kpts,
+                # mmpose packs category_id as an array of one element.
+                category_id=int(np.asarray(
+                    sample.get('category_id', 1)).reshape(-1)[0]),
+                keypoints=kpts,
                 keypoint_scores=kpt_scores, bbox_scores=bbox_scores)
             if 'bboxes' in pred_inst:
                 box = _to_numpy(pred_inst['bboxes']).reshape(-1, 4)
