@@ -46,7 +46,7 @@ def test_one_step_losses_gradients_and_ema():
         [p for p in model.parameters() if p.requires_grad], lr=0.5)
     losses = model.loss(views())
     assert set(losses) == {'loss_mae', 'loss_dino', 'loss_koleo',
-                           'teacher_entropy'}
+                           'teacher_entropy', 'teacher_sample_entropy'}
     assert all(torch.isfinite(v) for v in losses.values())
     total = sum(v for k, v in losses.items() if 'loss' in k)
     total.backward()
