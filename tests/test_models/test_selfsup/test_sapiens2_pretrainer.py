@@ -115,3 +115,21 @@ def test_teacher_momentum_convention():
     assert abs(model.teacher.momentum - 0.004) < 1e-12  # mmengine's weight
     model.teacher.teacher_momentum = 1.0
     assert model.teacher.momentum == 0.0
+
+
+def test_window_level_masking_with_the_4k_tokenizer():
+    model = MODELS.build(tiny_pretrainer_cfg(
+        backbone=dict(type='Sapiens2', arch=TINY, img_size=(128, 128),
+                      use_tokenizer=True),
+        neck=dict(type='RectMAEDecoder', in_channels=32, decoder_embed_dims=16,
+                  depth=1, num_heads=2, patch_size=64),
+        head=dict(type='RectMAEHead', patch_size=64), koleo_loss_weight=0.0))
+    model.init_weights()
+    gen = torch.Generator().manual_seed(0)
+    views = [torch.randn(2, 3, 128, 128, generator=gen) for _ in range(2)]
+    losses = model.loss(views)  # 2 x 2 window grid, 2 windows kept
+    assert torch.isfinite(losses['loss_mae']) and torch.isfinite(
+        losses['loss_dino'])
+    out = model.reconstruct(views[0])
+    assert out['pred'].shape == (2, 4, 64 * 64 * 3)
+    assert out['mask'].sum(1).tolist() == [2, 2]
