@@ -1,6 +1,7 @@
 """4 iterations straight equal 2 + save + resume + 2 (exactly, on CPU)."""
 import os.path as osp
 
+import pytest
 import torch
 from mmengine.config import Config
 from mmengine.runner import Runner
@@ -42,6 +43,7 @@ def _train(cfg):
     return runner
 
 
+@pytest.mark.slow
 def test_resume_equals_straight_run(tmp_path):
     straight = _train(_cfg(tmp_path / 'a', 4))
     first = _train(_cfg(tmp_path / 'b', 2))
