@@ -3,10 +3,12 @@ FSDP policies the strategy configs name."""
 from .checked_load_hook import CheckedCheckpointLoadHook, map_official_keys
 from .fsdp_policies import sapiens2_block_checkpoint_fn, sapiens2_block_wrap_policy
 from .pretrain_schedule_hook import PretrainScheduleHook
+from .pretrain_vis_hook import PretrainReconstructionVisHook, reconstruction_grid
 from .rng_state_hook import RNGStateHook, get_rng_state, set_rng_state
 
 __all__ = [
     'CheckedCheckpointLoadHook', 'map_official_keys', 'RNGStateHook',
     'get_rng_state', 'set_rng_state', 'sapiens2_block_wrap_policy',
-    'sapiens2_block_checkpoint_fn', 'PretrainScheduleHook'
+    'sapiens2_block_checkpoint_fn', 'PretrainScheduleHook',
+    'PretrainReconstructionVisHook', 'reconstruction_grid'
 ]
