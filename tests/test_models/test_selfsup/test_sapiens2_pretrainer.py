@@ -133,3 +133,28 @@ def test_window_level_masking_with_the_4k_tokenizer():
     out = model.reconstruct(views[0])
     assert out['pred'].shape == (2, 4, 64 * 64 * 3)
     assert out['mask'].sum(1).tolist() == [2, 2]
+
+
+def test_ema_matches_parameters_after_wrapping():
+    """Wrappers applied after construction (FSDP's activation checkpointing)
+    rename parameters; the EMA still pairs teacher and student by name."""
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+        apply_activation_checkpointing,
+    )
+
+    from sapiens2_mm.models.layers import Sapiens2Block
+    model = MODELS.build(tiny_pretrainer_cfg())
+    model.init_weights()
+    apply_activation_checkpointing(
+        model, check_fn=lambda m: isinstance(m, Sapiens2Block))
+    names = [n for n, _ in model.named_parameters()]
+    assert any('_checkpoint_wrapped_module' in n for n in names)
+    with torch.no_grad():
+        for p in model.backbone.parameters():
+            p.add_(1.0)
+    before = [p.clone() for p in model.teacher.module.parameters()]
+    model.teacher.teacher_momentum = 0.75
+    model.teacher.update_parameters(model.student_parts())
+    for old, new, student in zip(before, model.teacher.module.parameters(),
+                                 model.student_parts().parameters()):
+        assert torch.allclose(new, 0.75 * old + 0.25 * student, atol=1e-6)
