@@ -49,7 +49,10 @@ def test_reconstruction_falls_and_teacher_does_not_collapse():
         sample_entropy.append(losses['teacher_sample_entropy'].item())
     assert np.mean(mae[-3:]) < 0.9 * np.mean(mae[:3]), mae
     log_k = math.log(64)
-    # Neither collapse: not one prototype for all images (batch entropy
-    # stays high) and not a uniform output (per-image entropy stays low).
+    # Neither collapse of DINO: not one prototype for all images (the
+    # batch-mean entropy stays high) and not a uniform output (per-image
+    # entropy stays below log K). In 14 iterations the teacher still gives
+    # nearly the same distribution to every image (LayerScale 1e-4 at init),
+    # so the two entropies are close; the run is too short to test more.
     assert min(batch_entropy[len(batch_entropy) // 2:]) > 0.5 * log_k
     assert max(sample_entropy) < 0.95 * log_k, sample_entropy
