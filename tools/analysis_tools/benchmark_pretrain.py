@@ -125,6 +125,11 @@ def main(argv=None):
         print(json.dumps(run_one(args, float(ratio), cp == '1')))
         return
     argv = list(sys.argv[1:] if argv is None else argv)
+    h, w = args.input_size
+    print(f'{args.arch} {h}x{w}, batch {args.batch_size} x 2 global crops, '
+          f'{args.device}, best of {args.iters}')
+    print(f'{"mask":>5} {"ckpt":>5} {"encoder s":>10} {"step s":>8} '
+          f'{"peak MiB":>9}', flush=True)
     rows = []
     for with_cp in (False, True):
         for ratio in args.mask_ratios:
@@ -132,16 +137,11 @@ def main(argv=None):
                 [sys.executable, __file__, *argv, '--worker',
                  f'{ratio},{int(with_cp)}'],
                 capture_output=True, text=True, check=True)
-            rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
-    h, w = args.input_size
-    print(f'{args.arch} {h}x{w}, batch {args.batch_size} x 2 global crops, '
-          f'{args.device}, best of {args.iters}')
-    print(f'{"mask":>5} {"ckpt":>5} {"encoder s":>10} {"step s":>8} '
-          f'{"peak MiB":>9}')
-    for row in rows:
-        print(f'{row["mask_ratio"]:>5.2f} {str(row["with_cp"]):>5} '
-              f'{row["encoder_s"]:>10.3f} {row["step_s"]:>8.3f} '
-              f'{row["peak_mib"]:>9.0f}')
+            row = json.loads(out.stdout.strip().splitlines()[-1])
+            rows.append(row)
+            print(f'{row["mask_ratio"]:>5.2f} {str(row["with_cp"]):>5} '
+                  f'{row["encoder_s"]:>10.3f} {row["step_s"]:>8.3f} '
+                  f'{row["peak_mib"]:>9.0f}', flush=True)
     for with_cp in (False, True):
         base = [r for r in rows if r['with_cp'] == with_cp
                 and r['mask_ratio'] == 0.0]
