@@ -72,6 +72,7 @@ custom_hooks = [
          teacher_temp_start=0.04, teacher_temp_end=0.07,
          teacher_temp_warmup_iters=10, freeze_prototypes_iters=3),
     dict(type='RNGStateHook'),
+    dict(type='PretrainReconstructionVisHook', interval=20, num_images=4),
 ]
 default_hooks = dict(logger=dict(interval=5),
                      checkpoint=dict(interval=max_iters, max_keep_ckpts=1))

@@ -33,4 +33,5 @@ custom_hooks = [
          teacher_temp_start=0.04, teacher_temp_end=0.07,
          teacher_temp_warmup_iters=30000, freeze_prototypes_iters=1250),
     dict(type='RNGStateHook'),
+    dict(type='PretrainReconstructionVisHook', interval=5000, num_images=4),
 ]

@@ -5,11 +5,13 @@ from .checked_load_hook import CheckedCheckpointLoadHook, map_official_keys
 from .dense_visualization_hook import DenseVisualizationHook
 from .fsdp_policies import sapiens2_block_checkpoint_fn, sapiens2_block_wrap_policy
 from .pretrain_schedule_hook import PretrainScheduleHook
+from .pretrain_vis_hook import PretrainReconstructionVisHook, reconstruction_grid
 from .rng_state_hook import RNGStateHook, get_rng_state, set_rng_state
 
 __all__ = [
     'AtomicCheckpointHook', 'CheckedCheckpointLoadHook', 'map_official_keys',
-    'PretrainScheduleHook', 'RNGStateHook', 'get_rng_state', 'set_rng_state',
-    'sapiens2_block_wrap_policy', 'sapiens2_block_checkpoint_fn',
-    'DenseVisualizationHook'
+    'DenseVisualizationHook', 'PretrainScheduleHook',
+    'PretrainReconstructionVisHook', 'reconstruction_grid', 'RNGStateHook',
+    'get_rng_state', 'set_rng_state', 'sapiens2_block_wrap_policy',
+    'sapiens2_block_checkpoint_fn'
 ]

@@ -134,9 +134,13 @@ class Sapiens2Pretrainer(BaseSelfSupervisor):
             data_samples: unused.
 
         Returns:
-            ``loss_mae``, ``loss_dino``, ``loss_koleo`` (when weighted) and
-            ``teacher_entropy``: entropy (nats) of the batch-mean teacher
-            softmax at the current temperature (falls to 0 on collapse).
+            ``loss_mae``, ``loss_dino``, ``loss_koleo`` (when weighted), and
+            two collapse monitors (logged, not optimised) of the teacher
+            softmax at the current temperature: ``teacher_entropy``, the
+            entropy (nats) of the batch-mean distribution (falls to 0 when
+            every image picks the same prototype), and
+            ``teacher_sample_entropy``, the mean per-image entropy (rises to
+            log K when the teacher outputs a uniform distribution).
         """
         global_views, local_views = self._split_views(inputs)
         n_global = len(global_views)
@@ -152,6 +156,8 @@ class Sapiens2Pretrainer(BaseSelfSupervisor):
                 t_logits.float() / self.dino_loss.teacher_temp, dim=-1)
             mean_probs = t_probs.mean(dim=0)
             entropy = -(mean_probs * mean_probs.clamp_min(1e-12).log()).sum()
+            sample_entropy = -(t_probs * t_probs.clamp_min(1e-12).log()).sum(
+                dim=-1).mean()
             targets = self.dino_loss.teacher_targets(t_logits).chunk(n_global)
 
         losses: Dict[str, torch.Tensor] = {}
@@ -177,6 +183,7 @@ class Sapiens2Pretrainer(BaseSelfSupervisor):
             losses['loss_koleo'] = self.koleo_loss_weight * sum(
                 koleo_loss(chunk) for chunk in s_cls_global.chunk(n_global))
         losses['teacher_entropy'] = entropy
+        losses['teacher_sample_entropy'] = sample_entropy
         return losses
 
     def reconstruct(self, images: torch.Tensor,

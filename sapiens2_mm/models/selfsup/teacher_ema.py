@@ -5,9 +5,26 @@ DINO's teacher momentum m is the weight of the *teacher*:
 ``ExponentialMovingAverage.momentum`` is the weight of the *student*, so
 ``mmengine_momentum = 1 - m`` (DINO's 0.996 is mmengine's 0.004).
 """
+from typing import Dict
+
 import torch
 from mmengine.model import ExponentialMovingAverage
 from torch import nn
+
+# Inserted into parameter names by FSDP and activation-checkpoint wrappers.
+WRAPPER_NAMES = ('_fsdp_wrapped_module.', '_checkpoint_wrapped_module.',
+                 '_orig_mod.')
+
+
+def _plain_name(name: str) -> str:
+    for part in WRAPPER_NAMES:
+        name = name.replace(part, '')
+    return name
+
+
+def named_float_parameters(module: nn.Module) -> Dict[str, torch.Tensor]:
+    """``named_parameters`` with wrapper names removed (FSDP, checkpointing)."""
+    return {_plain_name(k): v for k, v in module.named_parameters()}
 
 
 def check_teacher_momentum(value: float) -> float:
@@ -51,6 +68,34 @@ class TeacherEMA(ExponentialMovingAverage):
     @teacher_momentum.setter
     def teacher_momentum(self, value: float) -> None:
         self.momentum = 1.0 - check_teacher_momentum(value)
+
+    @torch.no_grad()
+    def update_parameters(self, model: nn.Module) -> None:
+        """EMA step (a plain copy at ``steps == 0``), matched by plain name.
+
+        mmengine matches parameters by the names they had at construction;
+        FSDP and activation-checkpoint wrappers applied afterwards rename
+        them (``blocks.0._fsdp_wrapped_module.attn...``). Both sides are
+        looked up at every call with wrapper names removed; under FSDP the
+        teacher and student are wrapped alike, so their local shards line up.
+        """
+        source = named_float_parameters(model)
+        target = named_float_parameters(self.module)
+        if source.keys() != target.keys():
+            missing = sorted(set(target) ^ set(source))[:5]
+            raise RuntimeError(
+                f'Teacher and student parameters differ, e.g. {missing}')
+        first = int(self.steps) == 0
+        if first or int(self.steps) % self.interval == 0:
+            for name, avg in target.items():
+                src = source[name].detach().to(avg.device)
+                if first:
+                    avg.copy_(src)
+                elif avg.dtype.is_floating_point:
+                    self.avg_func(avg.data, src, int(self.steps))
+        for b_avg, b_src in zip(self.module.buffers(), model.buffers()):
+            b_avg.data.copy_(b_src.data.to(b_avg.device))
+        self.steps += 1
 
     def train(self, mode: bool = True):
         """The teacher always runs in eval mode (no dropout; frozen stats)."""

@@ -46,7 +46,7 @@ def test_one_step_losses_gradients_and_ema():
         [p for p in model.parameters() if p.requires_grad], lr=0.5)
     losses = model.loss(views())
     assert set(losses) == {'loss_mae', 'loss_dino', 'loss_koleo',
-                           'teacher_entropy'}
+                           'teacher_entropy', 'teacher_sample_entropy'}
     assert all(torch.isfinite(v) for v in losses.values())
     total = sum(v for k, v in losses.items() if 'loss' in k)
     total.backward()
@@ -115,3 +115,46 @@ def test_teacher_momentum_convention():
     assert abs(model.teacher.momentum - 0.004) < 1e-12  # mmengine's weight
     model.teacher.teacher_momentum = 1.0
     assert model.teacher.momentum == 0.0
+
+
+def test_window_level_masking_with_the_4k_tokenizer():
+    model = MODELS.build(tiny_pretrainer_cfg(
+        backbone=dict(type='Sapiens2', arch=TINY, img_size=(128, 128),
+                      use_tokenizer=True),
+        neck=dict(type='RectMAEDecoder', in_channels=32, decoder_embed_dims=16,
+                  depth=1, num_heads=2, patch_size=64),
+        head=dict(type='RectMAEHead', patch_size=64), koleo_loss_weight=0.0))
+    model.init_weights()
+    gen = torch.Generator().manual_seed(0)
+    views = [torch.randn(2, 3, 128, 128, generator=gen) for _ in range(2)]
+    losses = model.loss(views)  # 2 x 2 window grid, 2 windows kept
+    assert torch.isfinite(losses['loss_mae']) and torch.isfinite(
+        losses['loss_dino'])
+    out = model.reconstruct(views[0])
+    assert out['pred'].shape == (2, 4, 64 * 64 * 3)
+    assert out['mask'].sum(1).tolist() == [2, 2]
+
+
+def test_ema_matches_parameters_after_wrapping():
+    """Wrappers applied after construction (FSDP's activation checkpointing)
+    rename parameters; the EMA still pairs teacher and student by name."""
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+        apply_activation_checkpointing,
+    )
+
+    from sapiens2_mm.models.layers import Sapiens2Block
+    model = MODELS.build(tiny_pretrainer_cfg())
+    model.init_weights()
+    apply_activation_checkpointing(
+        model, check_fn=lambda m: isinstance(m, Sapiens2Block))
+    names = [n for n, _ in model.named_parameters()]
+    assert any('_checkpoint_wrapped_module' in n for n in names)
+    with torch.no_grad():
+        for p in model.backbone.parameters():
+            p.add_(1.0)
+    before = [p.clone() for p in model.teacher.module.parameters()]
+    model.teacher.teacher_momentum = 0.75
+    model.teacher.update_parameters(model.student_parts())
+    for old, new, student in zip(before, model.teacher.module.parameters(),
+                                 model.student_parts().parameters()):
+        assert torch.allclose(new, 0.75 * old + 0.25 * student, atol=1e-6)
