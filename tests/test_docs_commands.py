@@ -50,6 +50,14 @@ DIST = 'tests/test_tools/test_distributed.py::' \
        'test_two_process_gloo_train_and_eval_match_single_process'
 EXPORT = 'tests/test_tools/test_deployment.py::test_cli_exports_and_verifies'
 
+DENSE_TRAIN = 'tests/test_tools/test_dense_tiny_training.py::' \
+    'test_tiny_dense_config_learns_and_tests'
+DENSE_INFER = 'tests/test_tools/test_infer_dense.py::'
+FINETUNE = 'tests/test_models/test_selfsup/test_linear_probe.py::' \
+    'test_linear_probe_on_exported_backbone'
+TINY_PRETRAIN = osp.join(REPO_DIR, 'configs', 'pretrain',
+                         'sapiens2-tiny_pretrain-cpu-64x48.py')
+
 # command -> ('test', name in this file or path::name) or ('reason', why not).
 COVERAGE = {
     'bash tools/run_sample_job.sh': ('reason', (
@@ -79,9 +87,6 @@ COVERAGE = {
         ('test', 'test_train_cfg_options_with_cp'),  # --amp: CUDA only
     'python tools/test.py CONFIG sapiens2_1b_pose.safetensors --show-dir vis/ '
     '--out preds.pkl': ('test', 'test_test_pth_and_official_safetensors'),
-    'python tools/train.py CONFIG [--work-dir DIR] [--resume [auto|PATH]] '
-    '[--amp] [--cfg-options key=value ...] [--launcher none|pytorch|slurm]':
-        ('test', 'test_resume_auto_and_path'),
     'python tools/test.py CONFIG CHECKPOINT [--work-dir DIR] [--out preds.pkl] '
     '[--show-dir DIR] [--cfg-options ...] [--launcher none|pytorch|slurm]':
         ('test', 'test_test_pth_and_official_safetensors'),
@@ -133,6 +138,73 @@ COVERAGE = {
     'python tools/deployment/export_model.py CONFIG [CHECKPOINT] '
     '--output export/ [--shape 1024 768] [--max-batch 32] [--verify] [--onnx] '
     '[--device cuda:0]': ('test', EXPORT),  # --onnx: test_onnx_export_*
+    # Dense tasks (docs/dense.md, docs/dense_data.md, docs/inference.md).
+    'python tools/train.py configs/normal/'
+    'sapiens2-tiny_1xb2-30_densesample-128x96.py --work-dir work_dirs/normal_tiny':
+        ('test', DENSE_TRAIN),
+    'python tools/test.py configs/normal/'
+    'sapiens2-tiny_1xb2-30_densesample-128x96.py '
+    'work_dirs/normal_tiny/iter_30.pth --work-dir work_dirs/normal_tiny/test '
+    '--show-dir work_dirs/normal_tiny/show': ('test', DENSE_TRAIN),
+    'python tools/infer.py normal configs/normal/'
+    'sapiens2-tiny_1xb2-30_densesample-128x96.py '
+    'work_dirs/normal_tiny/iter_30.pth --input photos/ --output out/normal '
+    '--batch-size 2': ('test', DENSE_INFER + 'test_normal_outputs_read_back'),
+    'python tools/infer.py pointmap configs/pointmap/'
+    'sapiens2-tiny_1xb2-30_densesample-128x96.py '
+    'work_dirs/pointmap_tiny/iter_30.pth --input photos/ --output out/pointmap '
+    '--ply-step 4 --no-vis':
+        ('test', DENSE_INFER + 'test_pointmap_ply_step_and_its_error'),
+    'python tools/infer.py albedo configs/albedo/'
+    'sapiens2-tiny_1xb2-30_densesample-128x96.py '
+    'work_dirs/albedo_tiny/iter_30.pth --input photos/ --output out/albedo '
+    '--flip-test': ('test', DENSE_INFER + 'test_albedo_outputs_read_back'),
+    'python tools/dataset_converters/generate_synthetic_dense.py data/synthetic '
+    '--num-scenes 100 --height 256 --width 192 --seed 0 '
+    '[--tasks normal pointmap albedo] '
+    '[--normal-convention opencv|opencv_away|opengl] '
+    '[--image-format .png|.jpg] [--normal-format .npy|.npz]':
+        ('test', 'tests/test_tools/test_generate_synthetic_dense.py::'
+                 'test_cli_writes_every_layout_and_refuses_to_overwrite'),
+    'python tools/infer.py normal configs/normal/'
+    'sapiens2-1b_8xb7-40k_normal-1024x768.py '
+    'checkpoints/normal/sapiens2_1b_normal.safetensors --input photos/ clip.mp4 '
+    '--output out/normal': ('test', DENSE_INFER + 'test_normal_outputs_read_back'),
+    'python tools/infer.py pointmap configs/pointmap/'
+    'sapiens2-1b_8xb3-40k_pointmap-1024x768.py '
+    'checkpoints/pointmap/sapiens2_1b_pointmap.safetensors --input photos/ '
+    '--output out/pointmap [--ply-step N]':
+        ('test', DENSE_INFER + 'test_pointmap_outputs_read_back'),
+    'python tools/infer.py albedo CONFIG CKPT --input photos/ --output out/albedo '
+    '[--flip-test]': ('test', DENSE_INFER + 'test_albedo_outputs_read_back'),
+    'python tools/train.py CONFIG [--work-dir DIR] [--resume [auto|PATH]] '
+    '[--amp] [--load-partial] [--ignore-lock] [--cfg-options key=value ...] '
+    '[--launcher none|pytorch|slurm]': ('test', 'test_resume_auto_and_path'),
+    # Pretraining (docs/pretrain.md).
+    'python tools/train.py configs/pretrain/sapiens2-tiny_pretrain-cpu-64x48.py':
+        ('test', 'test_train_tiny_pretrain'),
+    'python tools/train.py configs/pretrain/sapiens2-0.4b_pretrain-1024x768.py '
+    '--cfg-options train_dataloader.dataset.data_root=/data/humans':
+        ('reason', (
+            'official-size pretraining (0.4B at 1024x768, bf16 on GPUs); the '
+            'same train.py path runs on the tiny pretrain config in '
+            'test_train_tiny_pretrain and every pretrain config is built in '
+            'tests/test_configs.py')),
+    'tools/dist_train.sh configs/pretrain/sapiens2-1b_pretrain-1024x768.py 8':
+        ('reason', 'the 1B pretrain config uses FSDP, which needs CUDA GPUs'),
+    'GPUS=64 tools/slurm_train.sh PARTITION pretrain_1b '
+    'configs/pretrain/sapiens2-1b_pretrain-1024x768.py work_dirs/pretrain_1b':
+        ('reason', SLURM),
+    'python tools/model_converters/export_pretrain.py '
+    'work_dirs/pretrain_1b/iter_500000.pth sapiens2_1b_pretrain.safetensors '
+    '--pth sapiens2_1b_pretrain_teacher.pth':
+        ('test', 'tests/test_tools/test_export_pretrain.py::test_cli'),
+    'python tools/train.py configs/pose/sapiens2-1b_8xb7-20k_sapiens308-1024x768.py '
+    '--cfg-options model.backbone.init_cfg.checkpoint='
+    'sapiens2_1b_pretrain.safetensors': ('test', FINETUNE),
+    'python tools/train.py configs/seg/sapiens2-1b_8xb8-20k_seg29-1024x768.py '
+    '--cfg-options model.backbone.init_cfg.checkpoint='
+    'sapiens2_1b_pretrain.safetensors': ('test', FINETUNE),
     'python tools/dataset_converters/coco_wholebody_to_sapiens308.py '
     'data/coco/annotations/coco_wholebody_val_v1.0.json '
     'data/coco/annotations/coco_wholebody_val_308.json':
@@ -339,3 +411,11 @@ def test_wholebody_to_308_converter(tmp_path):
     assert data['annotations']
     assert all(np.asarray(a['goliath_wholebody_kpts']).size == 308 * 3
                for a in data['annotations'])
+
+
+def test_train_tiny_pretrain(tmp_path):
+    """tools/train.py on the tiny pretraining config, two iterations."""
+    work = str(tmp_path / 'work')
+    train_tool.main([TINY_PRETRAIN, '--work-dir', work, '--cfg-options',
+                     'train_cfg.max_iters=2', 'experiment_name=docs_pretrain'])
+    assert osp.isfile(osp.join(work, 'iter_2.pth'))

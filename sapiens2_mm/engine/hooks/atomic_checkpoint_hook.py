@@ -153,6 +153,10 @@ class AtomicCheckpointHook(CheckpointHook):
     def _save_best_checkpoint(self, runner, metrics) -> None:
         """mmengine's best-checkpoint logic, saved atomically, with the old
         ``best_*.pth`` removed only after the new one is complete."""
+        if not self.save_best:
+            # Nothing to save; also true of runner.val() before training,
+            # where before_train has not set file_backend yet.
+            return
         if not self._atomic():
             return super()._save_best_checkpoint(runner, metrics)
         real_backend = self.file_backend

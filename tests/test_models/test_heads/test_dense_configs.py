@@ -42,8 +42,7 @@ def _config_path(task, size):
 def _require_dataset_base(task):
     base = osp.join(REPO_DIR, 'configs', '_base_', 'datasets',
                     f'{task}-1024x768.py')
-    if not osp.isfile(base):  # written with the dense datasets
-        pytest.skip(f'{osp.relpath(base, REPO_DIR)} is not in this checkout')
+    assert osp.isfile(base), f'{osp.relpath(base, REPO_DIR)} is missing'
 
 
 @pytest.mark.parametrize('task', sorted(OFFICIAL))
