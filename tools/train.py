@@ -15,6 +15,7 @@ import argparse
 import os
 import os.path as osp
 import shlex
+import signal
 import sys
 import tempfile
 from typing import List, Optional
@@ -390,6 +391,34 @@ def interrupted_message(cfg: Config, argv: List[str], at_iter) -> str:
             f'\nResume with:\n  {resume_command(argv, cfg.work_dir)}')
 
 
+class _InterruptFlag:
+    """Records that SIGINT arrived, then raises KeyboardInterrupt as usual.
+
+    mmengine formats the config with yapf under a bare ``except:`` while it
+    saves a checkpoint, so a Ctrl-C that lands there surfaces as a
+    ``SyntaxError('Failed to format the config file')``; the flag tells the
+    two apart.
+    """
+
+    def __init__(self):
+        self.seen = False
+        self._previous = None
+
+    def __enter__(self):
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc):
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+        return False
+
+    def _handle(self, signum, frame):
+        self.seen = True
+        raise KeyboardInterrupt
+
+
 def main(argv: Optional[List[str]] = None):
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
@@ -413,12 +442,16 @@ def main(argv: Optional[List[str]] = None):
             notes.append(note)
     prepare_cpu_distributed(cfg)
     runner = None
+    interrupt = _InterruptFlag()
     try:
-        runner = build_runner(cfg)
-        for note in notes:
-            runner.logger.warning(note)
-        runner.train()
-    except KeyboardInterrupt:
+        with interrupt:
+            runner = build_runner(cfg)
+            for note in notes:
+                runner.logger.warning(note)
+            runner.train()
+    except (KeyboardInterrupt, SyntaxError) as err:
+        if isinstance(err, SyntaxError) and not interrupt.seen:
+            raise
         at_iter = getattr(getattr(runner, '_train_loop', None), 'iter', None)
         print('\n' + interrupted_message(cfg, argv, at_iter),
               file=sys.stderr)
