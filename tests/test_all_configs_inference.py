@@ -5,7 +5,9 @@ same pipeline, codec, input size, metric and task, a 2-block backbone) and is
 run through ``sapiens2_mm.apis.init_model``, ``tools/infer.py`` on a bundled
 photo and ``tools/test.py`` on one batch of the bundled sample data (COCO
 photos with COCO-17 / WholeBody annotations, the WholeBody sample converted to
-308 keypoints, the body-part seg sample).
+308 keypoints, the body-part seg sample, the synthetic dense scenes for
+normal / pointmap / albedo). The pretraining configs are not inference models
+and are listed, path by path, in ``tiny_variants.NOT_INFERENCE``.
 """
 import os.path as osp
 import sys
@@ -16,6 +18,10 @@ import pytest
 
 from tests.conftest import REPO_DIR
 from tests.tiny_variants import (
+    DENSE_TASKS,
+    INFERENCE,
+    INFERENCE_TASKS,
+    NOT_INFERENCE,
     PHOTO,
     SHIPPED,
     random_checkpoint,
@@ -28,7 +34,28 @@ sys.path.insert(0, osp.join(REPO_DIR, 'tools'))
 import infer  # noqa: E402
 import test as test_tool  # noqa: E402
 
-IDS = [osp.relpath(p, REPO_DIR) for p in SHIPPED]
+
+@pytest.fixture(scope='module', autouse=True)
+def _environment_collected_once():
+    """mmengine's Runner logs ``collect_env()`` (compiler / CUDA probes in
+    subprocesses, ~4 s) on every construction; the environment does not
+    change within this module, so its first answer is reused."""
+    import functools
+
+    import mmengine.runner.runner as runner_module
+    patch = pytest.MonkeyPatch()
+    patch.setattr(runner_module, 'collect_env',
+                  functools.cache(runner_module.collect_env))
+    yield
+    patch.undo()
+
+
+IDS = [osp.relpath(p, REPO_DIR) for p in INFERENCE]
+SIZES = ('0.4b', '0.8b', '1b', '5b', 'tiny')
+# the key test.py's metrics must include, per task
+METRIC_KEY = {'pose': 'AP', 'seg': 'mIoU', 'normal': 'normal_mae',
+              'pointmap':
+              'rmse', 'albedo': 'psnr'}
 NUM_KEYPOINTS = {'coco': 17, 'coco-wholebody': 133, 'sapiens308': 308}
 
 
@@ -41,11 +68,30 @@ def expected_keypoints(config):
 
 
 def test_every_task_and_size_is_covered():
-    assert len(SHIPPED) >= 13
-    assert {task_of(p) for p in SHIPPED} == {'pose', 'seg'}
+    assert {task_of(p) for p in INFERENCE} == set(INFERENCE_TASKS)
+    for task in INFERENCE_TASKS:
+        sizes = {s for p in INFERENCE if task_of(p) == task
+                 for s in SIZES if f'sapiens2-{s}_' in osp.basename(p)}
+        assert sizes == set(SIZES), (task, sizes)
 
 
-@pytest.mark.parametrize('config', SHIPPED, ids=IDS)
+def test_every_config_is_covered_or_excluded():
+    """A shipped config is run here unless it is named in NOT_INFERENCE (and
+    every name there is a shipped config that is not an inference model)."""
+    from mmengine.config import Config
+
+    from sapiens2_mm.apis import find_task
+    shipped = {osp.relpath(p, REPO_DIR) for p in SHIPPED}
+    assert set(NOT_INFERENCE) <= shipped, set(NOT_INFERENCE) - shipped
+    assert shipped == set(IDS) | set(NOT_INFERENCE)
+    for rel in NOT_INFERENCE:
+        cfg = Config.fromfile(osp.join(REPO_DIR, rel))
+        assert cfg.model.type == 'Sapiens2Pretrainer', rel
+        with pytest.raises(ValueError, match='Sapiens2Pretrainer'):
+            find_task(cfg)
+
+
+@pytest.mark.parametrize('config', INFERENCE, ids=IDS)
 def test_init_model(config, tmp_path):
     from sapiens2_mm.apis import init_model
     model = init_model(tiny_variant(config, str(tmp_path)))
@@ -54,11 +100,15 @@ def test_init_model(config, tmp_path):
         assert model.dataset_meta['num_keypoints'] == expected_keypoints(config)
         assert len(model.dataset_meta['flip_indices']) == expected_keypoints(
             config)
-    else:
+    elif model.task == 'seg':
         assert len(model.dataset_meta['classes']) == 29
+    else:
+        assert model.dataset_meta['task'] == model.task
+        assert model.dataset_meta['input_size'] == (1024, 768) or (
+            'tiny' in config and model.dataset_meta['input_size'] == (128, 96))
 
 
-@pytest.mark.parametrize('config', SHIPPED, ids=IDS)
+@pytest.mark.parametrize('config', INFERENCE, ids=IDS)
 def test_infer_cli_on_a_bundled_photo(config, tmp_path):
     out = tmp_path / 'out'
     task = task_of(config)
@@ -73,19 +123,33 @@ def test_infer_cli_on_a_bundled_photo(config, tmp_path):
         (frame, ) = data['frames']
         (person, ) = frame['instances']  # the whole-image box
         assert len(person['keypoints']) == expected_keypoints(config)
-    else:
+    elif task == 'seg':
         label = np.load(out / f'{stem}_seg.npy')
         assert label.shape == cv2.imread(PHOTO).shape[:2]  # original size
         assert 0 <= label.min() and label.max() < 29
+    else:
+        assert task in DENSE_TASKS
+        size = cv2.imread(PHOTO).shape[:2]  # un-letterboxed to the original
+        pred = np.load(out / f'{stem}_{task}.npy')
+        assert pred.shape == (*size, 3) and np.isfinite(pred).all()
+        if task == 'normal':  # unit vectors
+            np.testing.assert_allclose(np.linalg.norm(pred, axis=-1), 1.0,
+                                       atol=1e-3)
+        elif task == 'albedo':
+            assert pred.min() >= 0.0 and pred.max() <= 1.0
+        else:  # metric depth = the pointmap's Z
+            depth = np.load(out / f'{stem}_depth.npy')
+            np.testing.assert_allclose(depth, pred[..., 2], rtol=1e-6)
+            assert (out / f'{stem}.ply').is_file()
 
 
-@pytest.mark.parametrize('config', SHIPPED, ids=IDS)
+@pytest.mark.parametrize('config', INFERENCE, ids=IDS)
 def test_test_tool_on_one_sample_batch(config, tmp_path):
     tiny = tiny_variant(config, str(tmp_path), with_test_data=True)
     ckpt = random_checkpoint(tiny, str(tmp_path / 'random.pth'))
     name = osp.splitext(osp.basename(config))[0].replace('.', '_')
     metrics = test_tool.main([tiny, ckpt, '--work-dir', str(tmp_path / 'w'),
                               '--cfg-options', f'experiment_name=all_{name}'])
-    key = 'mIoU' if task_of(config) == 'seg' else 'AP'
+    key = METRIC_KEY[task_of(config)]
     assert any(k.endswith(key) for k in metrics), metrics
     assert osp.isfile(tmp_path / 'w' / 'test_metrics.json')

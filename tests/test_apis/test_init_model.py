@@ -1,5 +1,4 @@
 """init_model: official checkpoints reproduce the official outputs; errors."""
-import glob
 import os.path as osp
 
 import cv2
@@ -12,6 +11,13 @@ from safetensors.torch import load_file, save_file
 from sapiens2_mm.apis import init_model
 from sapiens2_mm.utils import CheckpointMismatchError
 from tests.conftest import PARITY_DIR, REPO_DIR
+from tests.tiny_variants import (
+    DENSE_TASKS,
+    INFERENCE,
+    NOT_INFERENCE,
+    head_overrides,
+    task_of,
+)
 
 POSE_CFG = osp.join(REPO_DIR, 'tests/configs/parity/tiny18_pose.py')
 SEG_CFG = osp.join(REPO_DIR, 'tests/configs/parity/tiny18_seg.py')
@@ -69,37 +75,45 @@ TINY_ARCH = dict(embed_dims=32, num_layers=2, num_heads=2,
                  feedforward_channels=64, num_tokenizer_layers=0)
 
 
-def _shipped_configs():
-    return sorted(
-        p for p in glob.glob(osp.join(REPO_DIR, 'configs', '*', '*.py'))
-        if '_base_' not in p)
-
-
 def _tiny(path):
-    """The shipped config with a 2-block, 32-channel backbone and head."""
+    """The shipped config with a 2-block, 32-channel backbone and a narrow
+    head (tests/tiny_variants.head_overrides: pose, seg, dense, probe)."""
     cfg = Config.fromfile(path)
     cfg.model.backbone.arch = dict(TINY_ARCH)
     cfg.model.backbone.img_size = (64, 48)
-    head = cfg.model.get('head') or cfg.model.decode_head
-    head.in_channels = 32
-    head.deconv_out_channels = tuple(8 for _ in head.deconv_out_channels)
-    head.conv_out_channels = tuple(8 for _ in head.conv_out_channels)
+    cfg.model.backbone.init_cfg = None
+    key, overrides = head_overrides(cfg.model)
+    cfg.model[key].update(overrides)
     return cfg
 
 
-@pytest.mark.parametrize('path', _shipped_configs(),
-                         ids=lambda p: osp.basename(p))
+@pytest.mark.parametrize('path', INFERENCE,
+                         ids=lambda p: osp.relpath(p, REPO_DIR))
 def test_every_shipped_config_builds_with_meta(path):
-    """Every config of configs/ (308-keypoint ones included) goes through
-    init_model with its own dataset meta."""
+    """Every inference config of configs/ (308-keypoint and dense ones
+    included) goes through init_model with its own dataset meta; the
+    pretraining configs (tiny_variants.NOT_INFERENCE) are no inference
+    model and build in tests/test_configs.py."""
     cfg = _tiny(path)
     model = init_model(cfg)
     meta = model.dataset_meta
+    assert model.task == task_of(path)
     if model.task == 'pose':
         assert meta['num_keypoints'] == cfg.model.head.out_channels
         assert len(meta['flip_indices']) == meta['num_keypoints']
-    else:
+    elif model.task == 'seg':
         assert len(meta['classes']) == cfg.model.decode_head.num_classes
+    else:
+        assert model.task in DENSE_TASKS
+        assert meta['task'] == model.task
+        assert meta['input_size'] == (64, 48)
+
+
+def test_pretrain_config_is_refused_by_name():
+    """init_model names the model type it has no task for."""
+    (path, ) = [p for p in NOT_INFERENCE if 'tiny_pretrain' in p]
+    with pytest.raises(ValueError, match="model type 'Sapiens2Pretrainer'"):
+        init_model(osp.join(REPO_DIR, path))
 
 
 def test_308_config_meta_is_the_sapiens2_table():

@@ -3,7 +3,6 @@
 A toy task registered here runs through init_model, tools/infer.py and
 tools/test.py --show-dir without any change to those files.
 """
-import glob
 import json
 import os
 import os.path as osp
@@ -28,14 +27,9 @@ from sapiens2_mm.registry import HOOKS, TASKS
 from tests.conftest import DATA_DIR, REPO_DIR
 from tests.test_apis.tiny_configs import tiny_config
 from tests.test_tools.workflow_utils import load_tool
+from tests.tiny_variants import INFERENCE, NOT_INFERENCE, task_of
 
 SEG_SAMPLE = osp.join(DATA_DIR, 'seg_sample')
-
-
-def _task_configs():
-    return sorted(
-        p for p in glob.glob(osp.join(REPO_DIR, 'configs', '*', '*.py'))
-        if '_base_' not in p)
 
 
 def test_pose_and_seg_are_registered_and_resolve():
@@ -48,11 +42,22 @@ def test_pose_and_seg_are_registered_and_resolve():
         get_task('nope')
 
 
-@pytest.mark.parametrize('path', _task_configs(),
-                         ids=lambda p: osp.basename(p))
+@pytest.mark.parametrize('path', INFERENCE,
+                         ids=lambda p: osp.relpath(p, REPO_DIR))
 def test_every_shipped_config_is_recognised(path):
-    folder = osp.basename(osp.dirname(path))
-    assert find_task(Config.fromfile(path)).name == folder
+    """Its folder's task (the linear probe in configs/pretrain is seg)."""
+    assert find_task(Config.fromfile(path)).name == task_of(path)
+
+
+@pytest.mark.parametrize('rel', sorted(NOT_INFERENCE))
+def test_pretrain_configs_have_no_task(rel):
+    """The configs excluded from inference are the pretrainer's, and no task
+    claims them (find_task names the model type)."""
+    cfg = Config.fromfile(osp.join(REPO_DIR, rel))
+    assert cfg.model.type == 'Sapiens2Pretrainer'
+    with pytest.raises(ValueError,
+                       match="No registered task.*'Sapiens2Pretrainer'"):
+        find_task(cfg)
 
 
 def test_unknown_model_is_named():
