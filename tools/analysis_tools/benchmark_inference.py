@@ -81,6 +81,10 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help='also measure the compiled network')
     parser.add_argument('--dtypes', nargs='+', default=['fp32', 'bf16'],
                         choices=['fp32', 'bf16'])
+    parser.add_argument('--compile-dtypes', nargs='+', default=['fp32'],
+                        choices=['fp32', 'bf16'],
+                        help='dtypes measured compiled (each compiles '
+                        'anew: minutes on a small CPU)')
     parser.add_argument('--gemm-size', type=int, default=2048)
     parser.add_argument('--threads', type=int, help='torch threads')
     parser.add_argument('--skip-e2e', action='store_true')
@@ -352,7 +356,8 @@ def main(argv=None) -> None:
         compile_model(bench.model)
         compiled_forwards = {n: getattr(bench.model, n).forward
                              for n in eager_forwards}
-        modes += [(True, d) for d in args.dtypes]
+        modes += [(True, d) for d in args.dtypes
+                  if d in args.compile_dtypes]
     for compiled, dtype in modes:
         set_mode(compiled, dtype)
         start = time.perf_counter()
