@@ -2,7 +2,7 @@
 
     python tools/infer.py TASK CONFIG [CHECKPOINT] --input IMG|DIR|VIDEO ... \
         --output DIR [--flip-test] [--device cpu] [--batch-size N] [--no-vis] \
-        [task options]
+        [--compile] [--dtype fp32|bf16] [--serial] [task options]
 
 TASK is any registered task (``python tools/infer.py -h`` lists them; each
 task's options: ``python tools/infer.py TASK -h``). Outputs (docs/inference.md):
@@ -37,6 +37,15 @@ def _add_common_arguments(parser: argparse.ArgumentParser) -> None:
                         help='average with the mirrored input')
     parser.add_argument('--no-vis', action='store_true',
                         help='do not write visualisations')
+    parser.add_argument('--compile', action='store_true',
+                        help='torch.compile the network (first batches '
+                        'slower; eager with a warning without a compiler)')
+    parser.add_argument('--dtype', choices=('fp32', 'bf16'), default='fp32',
+                        help='network precision (bf16: autocast; an error '
+                        'on devices without bf16)')
+    parser.add_argument('--serial', action='store_true',
+                        help='one thread: no decoding / writing overlapped '
+                        'with the network (debugging)')
 
 
 def parse_args(argv=None) -> argparse.Namespace:

@@ -3,7 +3,8 @@
 Usage::
 
     python tools/test.py CONFIG CHECKPOINT [--work-dir DIR] [--out FILE.pkl]
-        [--show-dir DIR] [--tta] [--cfg-options key=value ...]
+        [--show-dir DIR] [--tta] [--compile] [--dtype fp32|bf16]
+        [--cfg-options key=value ...]
         [--launcher none|pytorch|slurm]
 
 CHECKPOINT may be an official Sapiens2 task ``.safetensors`` file or a ``.pth``
@@ -52,6 +53,14 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         help='test-time augmentation: wrap the model in the config\'s '
         'tta_model and use its tta_pipeline (seg flip test); pose flip test '
         'is model.test_cfg.flip_test')
+    parser.add_argument(
+        '--compile', action='store_true',
+        help='torch.compile the network (eager with a warning where no '
+        'compiler is available)')
+    parser.add_argument(
+        '--dtype', choices=('fp32', 'bf16'), default='fp32',
+        help='network precision (bf16: autocast; an error on devices '
+        'without bf16)')
     return parse_with_common_args(parser, argv)
 
 
@@ -136,6 +145,19 @@ def build_cfg(args: argparse.Namespace) -> Config:
         args.show_images_dir = enable_show_dir(cfg, args.show_dir)
     if args.tta:
         enable_tta(cfg, args.config)
+    if args.dtype != 'fp32':
+        import torch
+
+        from sapiens2_mm.apis.precision import check_dtype
+        try:  # mmengine's runner uses the GPU when there is one
+            check_dtype(args.dtype,
+                        'cuda' if torch.cuda.is_available() else 'cpu')
+        except ValueError as err:
+            raise ToolError(str(err)) from err
+    if args.compile or args.dtype != 'fp32':
+        cfg.custom_hooks = list(cfg.get('custom_hooks') or []) + [
+            dict(type='InferenceSpeedHook', compile=args.compile,
+                 dtype=args.dtype)]
     return cfg
 
 

@@ -40,17 +40,25 @@ class BaseInferencer(metaclass=ABCMeta):
         batch_size: frames per forward batch (pose: person crops per batch).
         flip_test: average with the horizontally flipped input; ``None`` keeps
             the config's setting.
+        compile: ``torch.compile`` the network (see
+            :func:`~sapiens2_mm.apis.compile.compile_model`).
+        dtype: ``'fp32'`` or ``'bf16'`` (autocast).
     """
     task: str = ''
 
     def __init__(self, model: Union[nn.Module, str, Config],
                  checkpoint: Optional[str] = None, device: str = 'cpu',
                  batch_size: int = 4,
-                 flip_test: Optional[bool] = None) -> None:
+                 flip_test: Optional[bool] = None, compile: bool = False,
+                 dtype: str = 'fp32') -> None:
         register_all_modules()
         if not isinstance(model, nn.Module):
             from .init_model import init_model
-            model = init_model(model, checkpoint, device)
+            model = init_model(model, checkpoint, device, compile=compile,
+                               dtype=dtype)
+        elif compile or dtype != 'fp32':
+            from .speedups import apply_speedups
+            apply_speedups(model, compile=compile, dtype=dtype)
         if getattr(model, 'task', self.task) != self.task:
             raise ValueError(
                 f'{type(self).__name__} runs {self.task!r} models, got a '

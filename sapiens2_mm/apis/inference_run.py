@@ -23,6 +23,7 @@ from typing import Callable, List, Optional, Tuple
 
 from .devices import check_device
 from .inputs import FrameReader
+from .pipelined_runner import PipelinedRunner
 from .run_index import INDEX_NAME, InferenceIndex
 from .tasks import get_task
 from .writers import FrameSink, OutputLayout
@@ -100,7 +101,9 @@ def run_inference(args: argparse.Namespace,
     try:
         reader.done = set(index.done)
         reader.done_videos = set(index.done_videos)
-        model = init_model(args.config, args.checkpoint, args.device)
+        model = init_model(args.config, args.checkpoint, args.device,
+                           compile=getattr(args, 'compile', False),
+                           dtype=getattr(args, 'dtype', 'fp32'))
         if model.task != spec.name:
             raise ValueError(f'{args.config} is a {model.task!r} config, not '
                              f'{spec.name!r}.')
@@ -125,7 +128,11 @@ def run_inference(args: argparse.Namespace,
         index.add_video_done(name)
 
     try:
-        frames = inferencer.iter_frames(
+        # Overlapped by default (decoding, crops, heatmap decoding and the
+        # writing below run while the network does); --serial: one thread.
+        source = inferencer if getattr(args, 'serial', False) else \
+            PipelinedRunner(inferencer)
+        frames = source.iter_frames(
             None, reader, on_failure=lambda f, reason: fail(f.name, reason))
         for frame, result in frames:
             bar.update()

@@ -74,7 +74,9 @@ def load_task_checkpoint(model: nn.Module, checkpoint: str,
 def init_model(config: ConfigType,
                checkpoint: Optional[str] = None,
                device: Union[str, torch.device] = 'cpu',
-               cfg_options: Optional[dict] = None) -> nn.Module:
+               cfg_options: Optional[dict] = None,
+               compile: bool = False,
+               dtype: str = 'fp32') -> nn.Module:
     """Build a task model ready for inference.
 
     Args:
@@ -83,6 +85,11 @@ def init_model(config: ConfigType,
             keeps random weights (tests, smoke runs).
         device: e.g. ``'cpu'``, ``'cuda:0'``.
         cfg_options: dotted overrides merged into the config.
+        compile: ``torch.compile`` the backbone / neck / head
+            (:func:`~sapiens2_mm.apis.compile.compile_model`; eager with a
+            warning where no compiler is available).
+        dtype: ``'fp32'`` or ``'bf16'`` (autocast, see
+            :mod:`sapiens2_mm.apis.precision`).
 
     Returns:
         The model in eval mode on ``device`` with ``model.cfg`` (the config),
@@ -111,4 +118,7 @@ def init_model(config: ConfigType,
     model.cfg = cfg
     model.task = task
     model.dataset_meta = meta
-    return model.to(device).eval()
+    model = model.to(device).eval()
+    from .speedups import apply_speedups
+    apply_speedups(model, compile=compile, dtype=dtype)
+    return model

@@ -20,7 +20,7 @@ class PoseInferencer(BaseInferencer):
     are gathered into one :class:`PoseResult`.
 
     Args:
-        model / checkpoint / device / batch_size / flip_test: see
+        model / checkpoint / device / batch_size / flip_test / speed: see
             :class:`BaseInferencer`; ``batch_size`` counts person crops.
         boxes: person box source, ``frame -> (N, 5)`` array (see
             :mod:`sapiens2_mm.apis.person_boxes`); default: the whole image.
@@ -30,8 +30,10 @@ class PoseInferencer(BaseInferencer):
     def __init__(self, model, checkpoint: Optional[str] = None,
                  device: str = 'cpu', batch_size: int = 4,
                  flip_test: Optional[bool] = None,
-                 boxes: Optional[Callable[[Frame], np.ndarray]] = None) -> None:
-        super().__init__(model, checkpoint, device, batch_size, flip_test)
+                 boxes: Optional[Callable[[Frame], np.ndarray]] = None,
+                 **speed) -> None:
+        super().__init__(model, checkpoint, device, batch_size, flip_test,
+                         **speed)
         self.boxes = boxes if boxes is not None else WholeImageBoxes()
         if flip_test is not None:
             self.model.test_cfg = dict(self.model.test_cfg or {},

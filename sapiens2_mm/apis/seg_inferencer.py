@@ -35,8 +35,9 @@ class SegInferencer(BaseInferencer):
 
     def __init__(self, model, checkpoint: Optional[str] = None,
                  device: str = 'cpu', batch_size: int = 4,
-                 flip_test: Optional[bool] = None) -> None:
-        super().__init__(model, checkpoint, device, batch_size, flip_test)
+                 flip_test: Optional[bool] = None, **speed) -> None:
+        super().__init__(model, checkpoint, device, batch_size, flip_test,
+                         **speed)
         self.swap_pairs = self.model.dataset_meta.get('flip_swap_pairs')
         if self.flip_test and self.swap_pairs is None:
             raise ValueError(

@@ -89,15 +89,10 @@ class PoseHeatmapHead(BaseHead):
         x = feats[-1] if isinstance(feats, (tuple, list)) else feats
         return self.conv_pose(self.conv_layers(self.deconv_layers(x)))
 
-    def predict(self, feats, batch_data_samples,
-                test_cfg: Optional[dict] = None):
-        """Decode keypoints in crop pixels, with optional flip test.
-
-        With ``test_cfg['flip_test']`` the estimator passes ``[feats,
-        feats_of_flipped_input]``; the flipped heatmaps are mirrored back,
-        channels permuted by the samples' ``flip_indices`` and averaged, with no
-        shift (UDP), as the official code does.
-        """
+    def predict_heatmaps(self, feats, batch_data_samples,
+                         test_cfg: Optional[dict] = None) -> Tensor:
+        """(B, K, H, W) heatmaps before decoding, flip-averaged with
+        ``test_cfg['flip_test']`` (see :meth:`predict`)."""
         test_cfg = test_cfg or {}
         if test_cfg.get('flip_test', False):
             if not (isinstance(feats, list) and len(feats) == 2):
@@ -115,9 +110,20 @@ class PoseHeatmapHead(BaseHead):
                 self.forward(feats[1]), flip_mode='heatmap',
                 flip_indices=flip_indices,
                 shift_heatmap=test_cfg.get('shift_heatmap', False))
-            heatmaps = (heatmaps + flipped) * 0.5
-        else:
-            heatmaps = self.forward(feats)
+            return (heatmaps + flipped) * 0.5
+        return self.forward(feats)
+
+    def predict(self, feats, batch_data_samples,
+                test_cfg: Optional[dict] = None):
+        """Decode keypoints in crop pixels, with optional flip test.
+
+        With ``test_cfg['flip_test']`` the estimator passes ``[feats,
+        feats_of_flipped_input]``; the flipped heatmaps are mirrored back,
+        channels permuted by the samples' ``flip_indices`` and averaged, with no
+        shift (UDP), as the official code does.
+        """
+        test_cfg = test_cfg or {}
+        heatmaps = self.predict_heatmaps(feats, batch_data_samples, test_cfg)
         preds = self.decode(heatmaps)
         if test_cfg.get('output_heatmaps', False):
             return preds, [PixelData(heatmaps=hm) for hm in heatmaps.detach()]

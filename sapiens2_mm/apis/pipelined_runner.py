@@ -1,0 +1,216 @@
+"""Overlapped inference: the network never waits for decoding or writing.
+
+Four threads connected by bounded queues::
+
+    reader      frames decoded (images, video frames) + prepare stage
+                (boxes, top-down crops / resize)            -> prepared
+    model       items of several frames batched together,
+                ``forward`` under no_grad                    -> computed
+    post        ``finish`` stage (heatmap decoding, resize
+                + argmax)                                    -> results
+    caller      whatever consumes :meth:`iter_frames` (tools/infer.py
+                writes files and drawings here)
+
+so decoding the next frames, decoding the last heatmaps and writing the last
+results all happen while the network runs. Threads, not processes: cv2
+decoding/warping and torch ops release the GIL, frames need no pickling and
+the reader's skip/warning lists stay in this process. Results come out in
+input order, identical to :meth:`BaseInferencer.iter_frames` (the stages
+call the same steps; see :mod:`sapiens2_mm.apis.pipeline_stages`).
+
+A failing frame is skipped and counted exactly as on the serial path: a
+batch whose forward raises is re-run one frame at a time.
+"""
+import queue
+import threading
+from typing import Callable, Iterator, List, Optional
+
+import torch
+
+from .inputs import Frame, FrameReader
+from .pipeline_stages import split_outputs, stages_for
+
+_END = object()
+
+
+class _Failed:
+    """An exception of a pipeline thread, re-raised in the caller."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+class PipelinedRunner:
+    """Run an inferencer's stages overlapped (see the module docstring).
+
+    Args:
+        inferencer: a task inferencer (``PoseInferencer``, ...); its
+            ``batch_size`` counts model items (pose: person crops) per
+            forward, gathered across frames.
+        prefetch: frames decoded and prepared ahead of the network.
+    """
+
+    def __init__(self, inferencer, prefetch: int = 8) -> None:
+        if prefetch < 1:
+            raise ValueError(f'prefetch must be >= 1, got {prefetch}.')
+        self.inferencer = inferencer
+        self.stages = stages_for(inferencer)
+        self.batch_size = inferencer.batch_size
+        self.prefetch = prefetch
+        self.failed: List = []
+
+    # -- threads ------------------------------------------------------------
+    def _put(self, q: queue.Queue, value, stop: threading.Event) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(value, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _get(self, q: queue.Queue, stop: threading.Event):
+        while not stop.is_set():
+            try:
+                return q.get(timeout=0.1)
+            except queue.Empty:
+                continue
+        return _END
+
+    def _fail(self, frame: Frame, err: BaseException) -> None:
+        reason = f'{type(err).__name__}: {err}'
+        self.failed.append((frame.name, reason))
+        if self._on_failure is not None:
+            self._on_failure(frame, reason)
+
+    def _reader(self, reader, out: queue.Queue, stop) -> None:
+        try:
+            for frame in reader:
+                if stop.is_set():
+                    return
+                try:
+                    context, items = self.stages.prepare(frame)
+                except Exception as err:  # noqa: BLE001 - skip and count
+                    self._fail(frame, err)
+                    continue
+                if not self._put(out, (frame, context, items), stop):
+                    return
+            self._put(out, _END, stop)
+        except BaseException as err:  # noqa: BLE001 - re-raised by caller
+            self._put(out, _Failed(err), stop)
+
+    def _forward(self, items: list) -> list:
+        with torch.no_grad():
+            return self.stages.forward(items)
+
+    def _run_group(self, group: list, out: queue.Queue, stop) -> bool:
+        """Forward the items of ``group`` (frames) in batches; put each
+        frame with its outputs, in order."""
+        items = [it for _, _, frame_items in group for it in frame_items]
+        outputs: Optional[list] = []
+        try:
+            for start in range(0, len(items), self.batch_size):
+                outputs += self._forward(items[start:start + self.batch_size])
+        except Exception:  # noqa: BLE001 - isolated below, frame by frame
+            outputs = None
+        if outputs is not None:
+            runs = split_outputs(outputs, [len(g[2]) for g in group])
+            return all(self._put(out, (frame, ctx, run), stop)
+                       for (frame, ctx, _), run in zip(group, runs))
+        for frame, ctx, frame_items in group:
+            try:
+                run = []
+                for start in range(0, len(frame_items), self.batch_size):
+                    run += self._forward(
+                        frame_items[start:start + self.batch_size])
+            except Exception as err:  # noqa: BLE001 - skip and count
+                self._fail(frame, err)
+                continue
+            if not self._put(out, (frame, ctx, run), stop):
+                return False
+        return True
+
+    def _model(self, inq: queue.Queue, out: queue.Queue, stop) -> None:
+        try:
+            group, count = [], 0
+            while True:
+                entry = self._get(inq, stop)
+                if entry is _END or isinstance(entry, _Failed):
+                    if group:
+                        self._run_group(group, out, stop)
+                    self._put(out, entry, stop)
+                    return
+                group.append(entry)
+                count += len(entry[2])
+                if count >= self.batch_size:
+                    if not self._run_group(group, out, stop):
+                        return
+                    group, count = [], 0
+        except BaseException as err:  # noqa: BLE001 - re-raised by caller
+            self._put(out, _Failed(err), stop)
+
+    def _post(self, inq: queue.Queue, out: queue.Queue, stop) -> None:
+        try:
+            while True:
+                entry = self._get(inq, stop)
+                if entry is _END or isinstance(entry, _Failed):
+                    self._put(out, entry, stop)
+                    return
+                frame, ctx, outputs = entry
+                try:
+                    result = self.stages.finish(frame, ctx, outputs)
+                except Exception as err:  # noqa: BLE001 - skip and count
+                    self._fail(frame, err)
+                    continue
+                if not self._put(out, (frame, result), stop):
+                    return
+        except BaseException as err:  # noqa: BLE001 - re-raised by caller
+            self._put(out, _Failed(err), stop)
+
+    # -- public -------------------------------------------------------------
+    def iter_frames(self, inputs=None, reader: Optional[FrameReader] = None,
+                    on_failure: Optional[Callable[[Frame, str], None]] = None
+                    ) -> Iterator:
+        """Yield ``(frame, result)`` in input order (as
+        :meth:`BaseInferencer.iter_frames`, with the same failure rules)."""
+        reader = reader if reader is not None else FrameReader(inputs)
+        self.inferencer.reader = reader
+        self.failed = self.inferencer.failed = []
+        self._on_failure = on_failure
+        stop = threading.Event()
+        prepared = queue.Queue(self.prefetch)
+        computed = queue.Queue(self.prefetch)
+        results = queue.Queue(self.prefetch)
+        threads = [
+            threading.Thread(target=self._reader, args=(reader, prepared, stop),
+                             name='sapiens2-read', daemon=True),
+            threading.Thread(target=self._model,
+                             args=(prepared, computed, stop),
+                             name='sapiens2-model', daemon=True),
+            threading.Thread(target=self._post, args=(computed, results, stop),
+                             name='sapiens2-post', daemon=True),
+        ]
+        for thread in threads:
+            thread.start()
+        try:
+            while True:
+                entry = results.get()
+                if entry is _END:
+                    break
+                if isinstance(entry, _Failed):
+                    raise entry.error
+                yield entry
+        finally:
+            stop.set()
+            for thread in threads:
+                thread.join()
+
+    def iter_results(self, inputs=None,
+                     reader: Optional[FrameReader] = None) -> Iterator:
+        """Yield one result per readable frame, in input order."""
+        for _, result in self.iter_frames(inputs, reader):
+            yield result
+
+    def __call__(self, inputs) -> list:
+        """All results as a list."""
+        return list(self.iter_results(inputs))

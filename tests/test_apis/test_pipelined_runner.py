@@ -1,0 +1,109 @@
+"""The overlapped pipeline gives the serial inferencer's results, in order."""
+import json
+import os.path as osp
+
+import numpy as np
+import pytest
+import torch
+
+from sapiens2_mm.apis import (
+    BoxFile,
+    PoseInferencer,
+    SegInferencer,
+    WholeImageBoxes,
+    init_model,
+)
+from sapiens2_mm.apis.pipelined_runner import PipelinedRunner
+from tests.conftest import DATA_DIR
+from tests.test_apis.tiny_configs import tiny_config
+
+COCO = osp.join(DATA_DIR, 'coco_sample')
+
+
+@pytest.fixture(scope='module')
+def photos():
+    return sorted(osp.join(COCO, n) for n in
+                  ('000000000785.jpg', '000000040083.jpg',
+                   '000000196141.jpg', '000000197388.jpg'))
+
+
+@pytest.fixture()
+def box_file(tmp_path):
+    with open(osp.join(COCO, 'test_coco.json')) as f:
+        coco = json.load(f)
+    names = {im['id']: im['file_name'] for im in coco['images']}
+    boxes = {}
+    for ann in coco['annotations']:
+        x, y, w, h = ann['bbox']
+        boxes.setdefault(names[ann['image_id']], []).append(
+            [x, y, x + w, y + h])
+    path = tmp_path / 'boxes.json'
+    path.write_text(json.dumps(boxes))
+    return str(path)
+
+
+@pytest.mark.parametrize('flip_test', [False, True])
+def test_pose_pipeline_equals_serial(photos, box_file, flip_test):
+    torch.manual_seed(0)
+    model = init_model(tiny_config('pose'))
+    # batch_size 3 crops: batches mix the people of different photos.
+    inferencer = PoseInferencer(model, batch_size=3, flip_test=flip_test,
+                                boxes=BoxFile(box_file))
+    serial = inferencer(photos)
+    piped = PipelinedRunner(inferencer)(photos)
+    assert [r.name for r in piped] == [osp.basename(p) for p in photos]
+    assert sum(len(r.bboxes) for r in piped) == 14  # every COCO person
+    for a, b in zip(serial, piped):
+        assert a.name == b.name
+        np.testing.assert_array_equal(a.bboxes, b.bboxes)
+        # Crops are batched differently (across photos): the GEMMs then
+        # round differently (heatmaps equal to ~1e-6) and DARK's sub-pixel
+        # step turns that into < 5e-3 px; a real difference is >> 1 px.
+        np.testing.assert_allclose(b.keypoints, a.keypoints, atol=5e-3)
+        np.testing.assert_allclose(b.keypoint_scores, a.keypoint_scores,
+                                   atol=1e-5)
+
+
+def test_seg_pipeline_equals_serial(photos):
+    torch.manual_seed(0)
+    model = init_model(tiny_config('seg'))
+    inferencer = SegInferencer(model, batch_size=3, flip_test=True)
+    serial = inferencer(photos)
+    piped = PipelinedRunner(inferencer)(photos)
+    assert [r.name for r in piped] == [r.name for r in serial]
+    assert len(piped) == 4
+    for a, b in zip(serial, piped):
+        assert a.label_map.shape == b.label_map.shape
+        assert (a.label_map == b.label_map).mean() > 0.9999
+
+
+class _FailOn:
+    """Whole-image boxes, raising for one frame (a broken box source)."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __call__(self, frame):
+        if osp.basename(frame.name) == self.name:
+            raise RuntimeError('box source broke')
+        return WholeImageBoxes()(frame)
+
+
+def test_failing_frame_is_skipped_and_counted(photos, tmp_path):
+    torch.manual_seed(0)
+    model = init_model(tiny_config('pose'))
+    bad = osp.basename(photos[1])
+    inferencer = PoseInferencer(model, batch_size=2, boxes=_FailOn(bad))
+    unreadable = tmp_path / 'broken.jpg'
+    unreadable.write_bytes(b'not a jpeg')
+    seen = []
+    runner = PipelinedRunner(inferencer, prefetch=2)
+    out = list(runner.iter_frames(
+        photos + [str(unreadable)],
+        on_failure=lambda f, r: seen.append(osp.basename(f.name))))
+    names = [osp.basename(f.name) for f, _ in out]
+    assert names == [osp.basename(p) for p in photos if osp.basename(p) != bad]
+    assert seen == [bad]
+    assert osp.basename(runner.failed[0][0]) == bad and 'box source broke' in \
+        runner.failed[0][1]
+    assert inferencer.skipped and inferencer.skipped[0][0] == str(unreadable)

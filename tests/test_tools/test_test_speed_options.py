@@ -1,0 +1,58 @@
+"""tools/test.py --compile / --dtype: the hook they add, and their errors."""
+import warnings
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from sapiens2_mm.apis import init_model
+from sapiens2_mm.apis.compile import CompileFallbackWarning
+from sapiens2_mm.engine.hooks import InferenceSpeedHook
+from tests.test_apis.tiny_configs import tiny_config
+
+from .workflow_utils import WORKFLOW_CFG, load_tool
+
+
+def _args(tmp_path, *extra):
+    ckpt = tmp_path / 'model.pth'
+    ckpt.write_bytes(b'')
+    tool = load_tool('test')
+    return tool, tool.parse_args([WORKFLOW_CFG, str(ckpt), '--work-dir',
+                                  str(tmp_path / 'w'), *extra])
+
+
+def test_compile_and_dtype_add_the_speed_hook(tmp_path):
+    tool, args = _args(tmp_path, '--compile')
+    cfg = tool.build_cfg(args)
+    hooks = [h for h in cfg.custom_hooks if h['type'] == 'InferenceSpeedHook']
+    assert hooks == [dict(type='InferenceSpeedHook', compile=True,
+                          dtype='fp32')]
+    tool, args = _args(tmp_path)
+    assert not any(h['type'] == 'InferenceSpeedHook'
+                   for h in tool.build_cfg(args).custom_hooks)
+
+
+def test_bf16_without_support_is_refused_before_testing(tmp_path,
+                                                        monkeypatch):
+    monkeypatch.setattr(torch.ops.mkldnn, '_is_mkldnn_bf16_supported',
+                        lambda: False)
+    monkeypatch.setattr(torch.cuda, 'is_available', lambda: False)
+    tool, args = _args(tmp_path, '--dtype', 'bf16')
+    with pytest.raises(tool.ToolError, match='--dtype bf16.*AVX512-BF16'):
+        tool.build_cfg(args)
+
+
+def test_hook_compiles_once_and_falls_back_without_compiler(monkeypatch):
+    import torch._inductor.config as inductor_config
+    monkeypatch.setattr(inductor_config.cpp, 'cxx', ('no-such-c++',))
+    model = init_model(tiny_config('seg'))
+    hook = InferenceSpeedHook(compile=True)
+    runner = SimpleNamespace(model=model)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        hook.before_val(runner)
+        hook.before_test(runner)
+    assert len([w for w in caught
+                if issubclass(w.category, CompileFallbackWarning)]) == 1
+    with pytest.raises(ValueError, match='fp16'):
+        InferenceSpeedHook(dtype='fp16')
