@@ -205,6 +205,21 @@ COVERAGE = {
     'python tools/train.py configs/seg/sapiens2-1b_8xb8-20k_seg29-1024x768.py '
     '--cfg-options model.backbone.init_cfg.checkpoint='
     'sapiens2_1b_pretrain.safetensors': ('test', FINETUNE),
+    # Speed options (docs/inference.md).
+    'python tools/infer.py pose CONFIG CKPT --input photos/ --output out/ '
+    '--bboxes boxes.json --batch-size 16 --compile --dtype bf16': ('reason', (
+        '--dtype bf16 is refused on this CPU (bf16 emulated, no AMX), tested '
+        'in tests/test_apis/test_precision.py::'
+        'test_infer_cli_bf16_without_support_fails_before_any_frame; '
+        '--compile, --batch-size and --bboxes run in tests/test_apis/'
+        'test_compile.py and tests/test_apis/test_pipelined_runner.py')),
+    'python tools/analysis_tools/benchmark_inference.py '
+    'configs/pose/sapiens2-0.4b_8xb6-10k_coco-1024x768.py --arch sapiens2_0.1b '
+    '--input-size 512 384 --input tests/data/coco_sample --boxes coco '
+    '--compile --dtypes fp32 bf16': ('reason', (
+        'a benchmark (compiles a 0.1B model: minutes on 2 cores); the pipeline, '
+        'compile and dtype paths it times are tested in tests/test_apis/'
+        'test_pipelined_runner.py, test_compile.py and test_precision.py')),
     'python tools/dataset_converters/coco_wholebody_to_sapiens308.py '
     'data/coco/annotations/coco_wholebody_val_v1.0.json '
     'data/coco/annotations/coco_wholebody_val_308.json':
