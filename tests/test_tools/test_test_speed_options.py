@@ -42,13 +42,15 @@ def test_bf16_without_support_is_refused_before_testing(tmp_path,
         tool.build_cfg(args)
 
 
-def test_hook_compiles_once_and_falls_back_without_compiler(monkeypatch):
+def test_hook_compiles_once_and_falls_back_without_compiler():
     import torch._inductor.config as inductor_config
-    monkeypatch.setattr(inductor_config.cpp, 'cxx', ('no-such-c++',))
     model = init_model(tiny_config('seg'))
     hook = InferenceSpeedHook(compile=True)
     runner = SimpleNamespace(model=model)
-    with warnings.catch_warnings(record=True) as caught:
+    # inductor's own config.patch (monkeypatch.setattr on the cpp sub-config
+    # proxy fails in workers where other tests touched inductor first).
+    with inductor_config.patch({'cpp.cxx': ('no-such-c++',)}), \
+            warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter('always')
         hook.before_val(runner)
         hook.before_test(runner)
