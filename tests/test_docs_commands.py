@@ -220,6 +220,12 @@ COVERAGE = {
         'a benchmark (compiles a 0.1B model: minutes on 2 cores); the pipeline, '
         'compile and dtype paths it times are tested in tests/test_apis/'
         'test_pipelined_runner.py, test_compile.py and test_precision.py')),
+    'python tools/analysis_tools/benchmark_inference.py '
+    'configs/pose/sapiens2-0.4b_8xb6-10k_coco-1024x768.py --arch sapiens2_0.1b '
+    '--input-size 128 96 --repeat 1 --compile --dtypes fp32 bf16': ('reason', (
+        'a benchmark (compiles a 0.1B model: minutes on 2 cores); the pipeline, '
+        'compile and dtype paths it times are tested in tests/test_apis/'
+        'test_pipelined_runner.py, test_compile.py and test_precision.py')),
     'python tools/dataset_converters/coco_wholebody_to_sapiens308.py '
     'data/coco/annotations/coco_wholebody_val_v1.0.json '
     'data/coco/annotations/coco_wholebody_val_308.json':
