@@ -1,5 +1,5 @@
-"""Conv / transposed-conv stacks of the Sapiens2 pose and segmentation heads."""
-from typing import Sequence
+"""Conv / transposed-conv stacks of the Sapiens2 task heads."""
+from typing import Callable, Optional, Sequence
 
 from torch import nn
 
@@ -40,9 +40,23 @@ def build_deconv_stack(in_channels: int, out_channels: Sequence[int],
     return nn.Sequential(*layers)
 
 
-def build_conv_stack(in_channels: int, out_channels: Sequence[int],
-                     kernel_sizes: Sequence[int]) -> nn.Sequential:
-    """[Conv2d (bias, 'same' padding), InstanceNorm2d (no affine), SiLU] x N.
+def _instance_norm(channels: int) -> nn.Module:
+    return nn.InstanceNorm2d(channels, affine=False)
+
+
+def build_conv_stack(
+        in_channels: int, out_channels: Sequence[int],
+        kernel_sizes: Sequence[int],
+        make_norm: Optional[Callable[[int], nn.Module]] = None
+) -> nn.Sequential:
+    """[Conv2d (bias, 'same' padding), Norm, SiLU] x N, weights at 0, 3, 6, ...
+
+    Args:
+        in_channels: C of the (B, C, H, W) input.
+        out_channels: output channels of each stage.
+        kernel_sizes: odd kernel size of each stage.
+        make_norm: channels -> norm module; InstanceNorm2d without affine
+            parameters (pose, seg, normal, pointmap) when None.
 
     Raises:
         ValueError: mismatched lengths or an even kernel size.
@@ -57,7 +71,7 @@ def build_conv_stack(in_channels: int, out_channels: Sequence[int],
             raise ValueError(f'conv kernel size must be odd, got {kernel}.')
         layers += [
             nn.Conv2d(in_channels, channels, kernel, padding=(kernel - 1) // 2),
-            nn.InstanceNorm2d(channels, affine=False),
+            (make_norm or _instance_norm)(channels),
             nn.SiLU(inplace=True),
         ]
         in_channels = channels

@@ -10,10 +10,11 @@ from mmengine.model import BaseModule
 from torch import Tensor, nn
 
 from ....registry import MODELS
+from ...layers.conv_stacks import build_conv_stack
 from .letterbox import unflip
 from .pixel_shuffle_decoder import (
     build_input_conv,
-    build_norm_conv_stack,
+    build_norm2d,
     build_upsample_blocks,
 )
 
@@ -118,8 +119,9 @@ class DenseHeadBase(BaseModule, metaclass=ABCMeta):
         self.upsample_blocks = build_upsample_blocks(
             in_channels, upsample_channels, self.norm)
         mid = upsample_channels[-1] if upsample_channels else in_channels
-        self.conv_layers = build_norm_conv_stack(
-            mid, conv_out_channels, conv_kernel_sizes, self.norm)
+        self.conv_layers = build_conv_stack(
+            mid, conv_out_channels, conv_kernel_sizes,
+            make_norm=lambda channels: build_norm2d(self.norm, channels))
         last = conv_out_channels[-1] if conv_out_channels else mid
         setattr(self, self.output_conv_name, nn.Conv2d(last, 3, kernel_size=1))
         if loss_decode is None:

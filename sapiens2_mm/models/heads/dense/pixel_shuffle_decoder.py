@@ -62,26 +62,3 @@ def build_upsample_blocks(in_channels: int, out_channels: Sequence[int],
             build_norm2d(norm, channels), nn.SiLU(inplace=True)))
         in_channels = channels
     return nn.Sequential(*blocks)
-
-
-def build_norm_conv_stack(in_channels: int, out_channels: Sequence[int],
-                          kernel_sizes: Sequence[int],
-                          norm: str) -> nn.Sequential:
-    """[Conv2d (bias, same padding), Norm, SiLU] x N, weights at 0, 3, 6, ...
-
-    Raises:
-        ValueError: mismatched lengths or an even kernel size.
-    """
-    if len(out_channels) != len(kernel_sizes):
-        raise ValueError(
-            f'conv_out_channels {tuple(out_channels)} and conv_kernel_sizes '
-            f'{tuple(kernel_sizes)} must have the same length.')
-    layers = []
-    for channels, kernel in zip(out_channels, kernel_sizes):
-        if kernel % 2 == 0:
-            raise ValueError(f'conv kernel size must be odd, got {kernel}.')
-        layers += [
-            nn.Conv2d(in_channels, channels, kernel, padding=(kernel - 1) // 2),
-            build_norm2d(norm, channels), nn.SiLU(inplace=True)]
-        in_channels = channels
-    return nn.Sequential(*layers)
