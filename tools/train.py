@@ -17,7 +17,6 @@ import os.path as osp
 import shlex
 import signal
 import sys
-import tempfile
 from typing import List, Optional
 
 from mmengine.config import Config, DictAction
@@ -98,15 +97,12 @@ def load_config(path: str, cfg_options: Optional[dict],
 
 def ensure_writable_dir(path: str, what: str = 'work dir') -> str:
     """Create ``path`` if needed and prove it is writable; return it."""
+    from sapiens2_mm.utils.output_paths import OutputPathError, check_writable_dir
     try:
-        os.makedirs(path, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path, prefix='.write_test'):
-            pass
-    except OSError as err:
+        return check_writable_dir(path, what)
+    except OutputPathError as err:
         raise ToolError(
-            f'The {what} {path!r} is not writable ({err.strerror}). Choose '
-            'another directory with --work-dir (or --show-dir/--out).') from err
-    return path
+            f'{err} Use --work-dir (or --show-dir/--out).') from err
 
 
 def resolve_work_dir(cfg: Config, work_dir: Optional[str],
