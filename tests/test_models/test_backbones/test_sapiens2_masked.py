@@ -103,8 +103,12 @@ def test_permuting_kept_tokens_permutes_outputs(name, parity_file, repo_path):
     with torch.no_grad():
         out = model(x, ids_keep=mask.ids_keep)[0]
         out_perm = model(x, ids_keep=mask.ids_keep[:, perm])[0]
-    assert (out_perm[:, 9:] - out[:, 9:][:, perm]).abs().max() <= TOLERANCE
-    assert (out_perm[:, :9] - out[:, :9]).abs().max() <= TOLERANCE
+    # Only the order of the attention sums changes, so the difference is
+    # float32 rounding, which grows with the output's magnitude (here ~2:
+    # 1.01e-5 measured on an AVX-512 CPU); a wrong RoPE row is off by O(1).
+    bound = TOLERANCE * max(1.0, out.abs().max().item())
+    assert (out_perm[:, 9:] - out[:, 9:][:, perm]).abs().max() <= bound
+    assert (out_perm[:, :9] - out[:, :9]).abs().max() <= bound
 
 
 def test_window_masking_equals_gather_after_tokenizer(parity_file, repo_path):
