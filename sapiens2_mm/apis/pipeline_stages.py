@@ -14,7 +14,7 @@ the results are those of the serial path (tests/test_apis/
 test_pipelined_runner.py compares them). A task without its own stages
 (:func:`stages_for`) runs its whole ``run_batch`` as ``forward``.
 """
-from typing import Any, List, Tuple
+from typing import Any, Tuple
 
 import numpy as np
 import torch
@@ -147,11 +147,3 @@ def stages_for(inferencer) -> InferencerStages:
     cls = TASK_STAGES.get(getattr(inferencer, 'task', ''), InferencerStages)
     return cls(inferencer)
 
-
-def split_outputs(outputs: List, counts: List[int]) -> List[List]:
-    """Cut a flat list of outputs into consecutive runs of ``counts``."""
-    runs, pos = [], 0
-    for count in counts:
-        runs.append(outputs[pos:pos + count])
-        pos += count
-    return runs

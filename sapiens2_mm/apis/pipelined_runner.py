@@ -4,7 +4,8 @@ Four threads connected by bounded queues::
 
     reader      frames decoded (images, video frames) + prepare stage
                 (boxes, top-down crops / resize)            -> prepared
-    model       items of several frames batched together,
+    model       items of consecutive frames cut into full batches
+                (a frame's people may span two batches),
                 ``forward`` under no_grad                    -> computed
     post        ``finish`` stage (heatmap decoding, resize
                 + argmax)                                    -> results
@@ -23,12 +24,13 @@ batch whose forward raises is re-run one frame at a time.
 """
 import queue
 import threading
-from typing import Callable, Iterator, List, Optional
+from collections import deque
+from typing import Callable, Deque, Iterator, List, Optional, Tuple
 
 import torch
 
 from .inputs import Frame, FrameReader
-from .pipeline_stages import split_outputs, stages_for
+from .pipeline_stages import stages_for
 
 _END = object()
 
@@ -38,6 +40,95 @@ class _Failed:
 
     def __init__(self, error: BaseException) -> None:
         self.error = error
+
+
+class _PendingFrame:
+    """A frame whose items are (partly) still waiting for the network."""
+
+    def __init__(self, frame: Frame, context, items: list) -> None:
+        self.frame, self.context = frame, context
+        self.outputs: List = [None] * len(items)
+        self.missing = len(items)
+        self.failed = False
+
+
+class _StreamBatcher:
+    """Cut the items of consecutive frames into full batches.
+
+    Items are queued across frame boundaries, so every forward gets
+    ``batch_size`` items (the last one of the stream excepted), whatever the
+    number of people per frame. Frames are released in input order as soon
+    as all their outputs exist: :meth:`add` and :meth:`flush` return the
+    finished ``(frame, context, outputs)`` triples.
+
+    A batch whose forward raises is re-run frame by frame (that frame's items
+    of the batch alone); a frame that still fails is reported through
+    ``on_failure(frame, error)``, its other items are dropped and it is not
+    released.
+    """
+
+    def __init__(self, batch_size: int, forward: Callable[[list], list],
+                 on_failure: Callable[[Frame, BaseException], None]) -> None:
+        self.batch_size = batch_size
+        self.forward = forward
+        self.on_failure = on_failure
+        self.frames: Deque[_PendingFrame] = deque()
+        self.queued: List[Tuple[_PendingFrame, int, object]] = []
+
+    def add(self, frame: Frame, context, items: list) -> list:
+        """Queue one frame's items; run every full batch."""
+        pending = _PendingFrame(frame, context, items)
+        self.frames.append(pending)
+        self.queued += [(pending, i, item) for i, item in enumerate(items)]
+        while len(self.queued) >= self.batch_size:
+            batch = self.queued[:self.batch_size]
+            self.queued = self.queued[self.batch_size:]
+            self._run(batch)
+        return self._release()
+
+    def flush(self) -> list:
+        """Run the last, partial batch; release every remaining frame."""
+        batch, self.queued = self.queued, []
+        if batch:
+            self._run(batch)
+        return self._release()
+
+    def _run(self, batch: list) -> None:
+        batch = [entry for entry in batch if not entry[0].failed]
+        if not batch:
+            return
+        try:
+            outputs = self.forward([item for _, _, item in batch])
+        except Exception:  # noqa: BLE001 - isolated below, frame by frame
+            self._run_frame_by_frame(batch)
+            return
+        self._store(batch, outputs)
+
+    def _run_frame_by_frame(self, batch: list) -> None:
+        for pending in dict.fromkeys(p for p, _, _ in batch):
+            mine = [entry for entry in batch if entry[0] is pending]
+            try:
+                outputs = self.forward([item for _, _, item in mine])
+            except Exception as err:  # noqa: BLE001 - skip and count
+                pending.failed = True
+                self.on_failure(pending.frame, err)
+                continue
+            self._store(mine, outputs)
+
+    @staticmethod
+    def _store(batch: list, outputs: list) -> None:
+        for (pending, index, _), output in zip(batch, outputs):
+            pending.outputs[index] = output
+            pending.missing -= 1
+
+    def _release(self) -> list:
+        done = []
+        while self.frames and (self.frames[0].missing == 0
+                               or self.frames[0].failed):
+            pending = self.frames.popleft()
+            if not pending.failed:
+                done.append((pending.frame, pending.context, pending.outputs))
+        return done
 
 
 class PipelinedRunner:
@@ -103,49 +194,20 @@ class PipelinedRunner:
         with torch.no_grad():
             return self.stages.forward(items)
 
-    def _run_group(self, group: list, out: queue.Queue, stop) -> bool:
-        """Forward the items of ``group`` (frames) in batches; put each
-        frame with its outputs, in order."""
-        items = [it for _, _, frame_items in group for it in frame_items]
-        outputs: Optional[list] = []
-        try:
-            for start in range(0, len(items), self.batch_size):
-                outputs += self._forward(items[start:start + self.batch_size])
-        except Exception:  # noqa: BLE001 - isolated below, frame by frame
-            outputs = None
-        if outputs is not None:
-            runs = split_outputs(outputs, [len(g[2]) for g in group])
-            return all(self._put(out, (frame, ctx, run), stop)
-                       for (frame, ctx, _), run in zip(group, runs))
-        for frame, ctx, frame_items in group:
-            try:
-                run = []
-                for start in range(0, len(frame_items), self.batch_size):
-                    run += self._forward(
-                        frame_items[start:start + self.batch_size])
-            except Exception as err:  # noqa: BLE001 - skip and count
-                self._fail(frame, err)
-                continue
-            if not self._put(out, (frame, ctx, run), stop):
-                return False
-        return True
-
     def _model(self, inq: queue.Queue, out: queue.Queue, stop) -> None:
         try:
-            group, count = [], 0
+            batcher = _StreamBatcher(self.batch_size, self._forward,
+                                     self._fail)
             while True:
                 entry = self._get(inq, stop)
                 if entry is _END or isinstance(entry, _Failed):
-                    if group:
-                        self._run_group(group, out, stop)
-                    self._put(out, entry, stop)
+                    done = batcher.flush()
+                    if all(self._put(out, d, stop) for d in done):
+                        self._put(out, entry, stop)
                     return
-                group.append(entry)
-                count += len(entry[2])
-                if count >= self.batch_size:
-                    if not self._run_group(group, out, stop):
+                for done in batcher.add(*entry):
+                    if not self._put(out, done, stop):
                         return
-                    group, count = [], 0
         except BaseException as err:  # noqa: BLE001 - re-raised by caller
             self._put(out, _Failed(err), stop)
 

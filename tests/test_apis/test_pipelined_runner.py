@@ -107,3 +107,54 @@ def test_failing_frame_is_skipped_and_counted(photos, tmp_path):
     assert osp.basename(runner.failed[0][0]) == bad and 'box source broke' in \
         runner.failed[0][1]
     assert inferencer.skipped and inferencer.skipped[0][0] == str(unreadable)
+
+
+def _record_batches(runner, fail_on=None):
+    """Wrap the runner's forward: record batch sizes, raise for ``fail_on``."""
+    sizes, forward = [], runner.stages.forward
+
+    def recording(items):
+        names = {osp.basename(it['data_samples'].img_path) for it in items}
+        if fail_on in names:
+            raise RuntimeError(f'forward broke on {fail_on}')
+        sizes.append(len(items))
+        return forward(items)
+
+    runner.stages.forward = recording
+    return sizes
+
+
+@pytest.mark.parametrize('batch_size', [3, 4])
+def test_pose_batches_are_full_across_frames(photos, box_file, batch_size):
+    """14 people in photos of 1, 3, 5 and 5; per-frame batching would run
+    1, 3, 4+1, 4+1 at batch size 4."""
+    torch.manual_seed(0)
+    model = init_model(tiny_config('pose'))
+    inferencer = PoseInferencer(model, batch_size=batch_size,
+                                boxes=BoxFile(box_file))
+    runner = PipelinedRunner(inferencer)
+    sizes = _record_batches(runner)
+    results = runner(photos)
+    assert sum(len(r.bboxes) for r in results) == 14
+    full, rest = divmod(14, batch_size)
+    assert sizes == [batch_size] * full + ([rest] if rest else [])
+
+
+def test_forward_failure_skips_only_that_frame(photos, box_file):
+    torch.manual_seed(0)
+    model = init_model(tiny_config('pose'))
+    inferencer = PoseInferencer(model, batch_size=4, boxes=BoxFile(box_file))
+    serial = {r.name: r for r in inferencer(photos)}
+    bad = osp.basename(photos[1])
+    runner = PipelinedRunner(inferencer)
+    _record_batches(runner, fail_on=bad)
+    seen = []
+    out = list(runner.iter_frames(
+        photos, on_failure=lambda f, r: seen.append(osp.basename(f.name))))
+    assert [f.name for f, _ in out] == [osp.basename(p) for p in photos
+                                        if osp.basename(p) != bad]
+    assert seen == [bad] and len(runner.failed) == 1
+    assert f'forward broke on {bad}' in runner.failed[0][1]
+    for frame, result in out:  # the frames batched with it are unharmed
+        np.testing.assert_allclose(result.keypoints,
+                                   serial[frame.name].keypoints, atol=5e-3)
