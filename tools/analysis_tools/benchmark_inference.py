@@ -2,9 +2,11 @@
 overlapped pipeline and a serial per-image loop; eager vs compiled, fp32 vs
 bf16; accuracy cost, peak memory and (CUDA) the SDPA backend.
 
-Every figure of one run is measured side by side in the same process, so the
-ratios hold on a loaded machine. What is timed (images/s over the photos,
-repeated ``--repeat`` times):
+Every figure of one run is measured side by side in the same process, in
+``--rounds`` interleaved rounds whose order rotates; each ratio is taken
+within a round and the median over the rounds is printed (with each round's),
+so a load change hits every variant alike. What is timed (images/s over the
+photos, repeated ``--repeat`` times):
 
 * model-only: the network (``forward`` stage: preprocessing on tensors,
   backbone, head, flip test) on the prepared items, batched as the pipeline
@@ -14,8 +16,8 @@ repeated ``--repeat`` times):
   network; crops batched across images) + writing each result and its
   drawing;
 * serial: one image at a time as the official demo does: decode the photo,
-  crop its people, forward them, decode the heatmaps, draw and write, then
-  the next photo.
+  crop its people, forward them (in ``--batch-size`` chunks), decode the
+  heatmaps, draw and write, then the next photo.
 
 Fractions of the GEMM peak: FLOPs of one forward counted by
 ``torch.utils.flop_counter`` / time, over the best of a ``--gemm-size``^3
@@ -34,9 +36,11 @@ import json
 import os
 import os.path as osp
 import resource
+import statistics
 import sys
 import tempfile
 import time
+from typing import Dict, List, Tuple
 
 import numpy as np
 import torch
@@ -87,6 +91,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                         'anew: minutes on a small CPU)')
     parser.add_argument('--gemm-size', type=int, default=2048)
     parser.add_argument('--threads', type=int, help='torch threads')
+    parser.add_argument('--rounds', type=int, default=3,
+                        help='interleaved timing rounds; every ratio is '
+                        'taken within a round (median reported)')
     parser.add_argument('--skip-e2e', action='store_true')
     return parser.parse_args(argv)
 
@@ -231,9 +238,10 @@ class Bench:
         """(seconds, result) of ``fn`` run in a fresh thread.
 
         Every variant runs in a thread of its own, as the pipeline's network
-        does: on the loaded 2-core CPU the same forward measured 7x slower
-        in the main thread than in a worker thread (tiny model, many small
-        ops), which would otherwise favour the pipeline.
+        does: with two busy processes beside it on the 2-core CPU, the same
+        forward measured 1.2-1.5x slower in the main thread than in a fresh
+        thread (equal on the idle machine), which would otherwise favour the
+        pipeline.
         """
         import threading
         box = {}
@@ -330,6 +338,128 @@ def _kpt_shift(bench, ref_out, low_out) -> str:
             f'{shift.max():.2f} px')
 
 
+def _rotated(seq: list, shift: int) -> list:
+    shift %= len(seq)
+    return seq[shift:] + seq[:shift]
+
+
+def _ratios(numerators: List[float], denominators: List[float]) -> str:
+    """Median of the per-round ratios, and each round's."""
+    ratios = [a / b for a, b in zip(numerators, denominators)]
+    return (f'{statistics.median(ratios):.2f} (per round: '
+            f'{", ".join(f"{r:.2f}" for r in ratios)})')
+
+
+class Modes:
+    """Switch the bench model between eager / compiled and fp32 / bf16."""
+
+    def __init__(self, model: torch.nn.Module, compile_: bool) -> None:
+        self.model = model
+        self.eager = {name: getattr(model, name).forward for name in
+                      ('backbone', 'neck', 'head', 'decode_head')
+                      if isinstance(getattr(model, name, None),
+                                    torch.nn.Module)}
+        self.compiled = {}
+        if compile_:
+            compile_model(model)
+            self.compiled = {n: getattr(model, n).forward for n in self.eager}
+
+    def set(self, compiled: bool, dtype: str) -> None:
+        forwards = self.compiled if compiled else self.eager
+        for name, forward in forwards.items():
+            getattr(self.model, name).forward = forward
+        set_inference_dtype(self.model, dtype, allow_emulated=True)
+
+
+def measure_model_only(bench: Bench, args, peaks: dict, flops: float
+                       ) -> Dict[Tuple[str, str], List[float]]:
+    """Time the network in every mode, in interleaved rounds; print speed,
+    GEMM-peak fractions, per-round speed ratios and the accuracy cost."""
+    n_img, n_items = len(bench.frames), len(bench.items)
+    modes = Modes(bench.model, args.compile)
+    keys = [('eager', d) for d in args.dtypes]
+    if args.compile:
+        keys += [('compiled', d) for d in args.dtypes
+                 if d in args.compile_dtypes]
+    warm, times, outputs = {}, {k: [] for k in keys}, {}
+    for key in keys:  # warm-up: a full and the last, shorter batch compile
+        modes.set(key[0] == 'compiled', key[1])
+        start = time.perf_counter()
+        bench.forward_all(bench.items[:args.batch_size])
+        if n_items % args.batch_size:
+            bench.forward_all(bench.items[:n_items % args.batch_size])
+        warm[key] = time.perf_counter() - start
+    for rnd in range(args.rounds):  # the order rotates every round
+        for key in _rotated(keys, rnd):
+            modes.set(key[0] == 'compiled', key[1])
+            seconds, out = bench.timed(bench.forward_all)
+            times[key].append(seconds)
+            outputs.setdefault(key, out)
+    modes.set(False, 'fp32')
+    # The peaks again after the model ran, best of both: a peak measured in
+    # a busy moment would inflate the fractions.
+    for d in args.dtypes:
+        peaks[d] = max(peaks[d], gemm_peak(check_dtype(d, args.device, True),
+                                           GEMM_SIZES[d](args), args.device))
+        print(f'GEMM peak {d}, best of two: {peaks[d]:.1f} GFLOP/s')
+    ref = keys[0]
+    for key in keys:
+        best = min(times[key])
+        gflops = flops / best / 1e9
+        line = (f'model-only {key[0]:8s} {key[1]}: {n_img / best:7.2f} img/s '
+                f'({n_items / best:7.2f} items/s)  {gflops:7.1f} GFLOP/s = '
+                f'{100 * gflops / peaks[key[1]]:5.1f}% of the {key[1]} GEMM '
+                f'peak (warm-up {warm[key]:.1f} s)')
+        if key != ref:
+            line += (f'\n    speed vs {ref[0]} {ref[1]}: '
+                     f'{_ratios(times[ref], times[key])}')
+        print(line)
+    print(f'peak memory after model-only runs {_peak_mb(args.device):.0f} MB')
+    ref_out = _stack(outputs[ref])
+    for key in keys[1:]:
+        low = _stack(outputs[key])
+        line = (f'{key[0]} {key[1]} vs {ref[0]} {ref[1]} outputs: relative '
+                f'L2 {_rel_l2(low, ref_out):.2e}, max abs '
+                f'{(low - ref_out).abs().max().item():.2e}')
+        if bench.model.task == 'pose':
+            line += ', ' + _kpt_shift(bench, outputs[ref], outputs[key])
+        print(line)
+    return times
+
+
+def measure_end_to_end(bench: Bench, args) -> None:
+    """Our pipeline, the serial loop and model-only (eager fp32), timed in
+    interleaved rounds; the ratios are taken within each round."""
+    n_img = len(bench.frames)
+    times = dict(pipeline=[], serial=[], model=[])
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = dict(
+            pipeline=lambda r: bench.pipeline(osp.join(tmp, f'p{r}')),
+            serial=lambda r: bench.serial(osp.join(tmp, f's{r}')),
+            model=lambda r: bench.forward_all())
+        for rnd in range(args.rounds):
+            for name in _rotated(list(runs), rnd):
+                times[name].append(
+                    bench.timed(lambda n=name, r=rnd: runs[n](r))[0])
+        written = sum(len(files) for _, _, files in os.walk(tmp))
+    print('  rounds (s): ' + '  '.join(
+        f'{k} {", ".join(f"{t:.2f}" for t in v)}' for k, v in times.items()))
+    print(f'end-to-end eager fp32 ({written} files written), best round:')
+    for name, label in (('model', 'model-only'), ('pipeline', 'pipeline'),
+                        ('serial', 'serial')):
+        print(f'  {label:10s} {n_img / min(times[name]):7.2f} img/s')
+    print(f'  pipeline / model-only throughput: '
+          f'{_ratios(times["model"], times["pipeline"])}')
+    print(f'  pipeline / serial throughput:     '
+          f'{_ratios(times["serial"], times["pipeline"])}')
+    print(f'peak memory {_peak_mb(args.device):.0f} MB')
+
+
+#: GEMM size measured per dtype (emulated bf16 is slow: at most 1024^3).
+GEMM_SIZES = dict(fp32=lambda a: a.gemm_size,
+                  bf16=lambda a: min(a.gemm_size, 1024))
+
+
 def main(argv=None) -> None:
     args = parse_args(argv)
     if args.threads:
@@ -342,116 +472,22 @@ def main(argv=None) -> None:
           f'{args.input_size or "(config)"}  device {args.device}  torch '
           f'threads {torch.get_num_threads()}  task {bench.model.task}')
     print(f'{n_img} images ({args.repeat} passes over {args.input}), '
-          f'{n_items} network items, batch {args.batch_size}')
+          f'{n_items} network items, batch {args.batch_size}, '
+          f'{args.rounds} interleaved rounds')
     flops = bench.flops()
-    sizes = dict(fp32=args.gemm_size, bf16=min(args.gemm_size, 1024))
-    peaks = {d: gemm_peak(check_dtype(d, args.device, True), sizes[d],
-                          args.device) for d in args.dtypes}
+    peaks = {d: gemm_peak(check_dtype(d, args.device, True),
+                          GEMM_SIZES[d](args), args.device)
+             for d in args.dtypes}
     for d, p in peaks.items():
-        print(f'GEMM peak {d} ({sizes[d]}^3): {p:.1f} GFLOP/s')
+        print(f'GEMM peak {d} ({GEMM_SIZES[d](args)}^3): {p:.1f} GFLOP/s')
     if 'bf16' in peaks and bf16_problem(args.device):
         print(f'note: {bf16_problem(args.device)}; fp32 stays the default')
     if 'fp32' in peaks and 'bf16' in peaks:
         print(f'bf16 GEMM / fp32 GEMM: {peaks["bf16"] / peaks["fp32"]:.2f}x')
     print(f'SDPA backend: {sdpa_backend(bench.forward_all, bench.items[:1])}')
-
-    # -- model only: eager / compiled, fp32 / bf16 --------------------------
-    rows, outputs = {}, {}
-    eager_forwards = {}
-    for name in ('backbone', 'neck', 'head', 'decode_head'):
-        part = getattr(bench.model, name, None)
-        if isinstance(part, torch.nn.Module):
-            eager_forwards[name] = part.forward
-
-    def set_mode(compiled: bool, dtype: str) -> None:
-        for name, fwd in eager_forwards.items():
-            getattr(bench.model, name).forward = fwd
-        if compiled:
-            for name in eager_forwards:
-                part = getattr(bench.model, name)
-                part.forward = compiled_forwards[name]
-        set_inference_dtype(bench.model, dtype, allow_emulated=True)
-
-    compiled_forwards = {}
-    modes = [(False, d) for d in args.dtypes]
-    if args.compile:
-        compile_model(bench.model)
-        compiled_forwards = {n: getattr(bench.model, n).forward
-                             for n in eager_forwards}
-        modes += [(True, d) for d in args.dtypes
-                  if d in args.compile_dtypes]
-    warm = {}
-    for compiled, dtype in modes:  # warm-up (compiles), first timing
-        set_mode(compiled, dtype)
-        key = ('compiled' if compiled else 'eager', dtype)
-        start = time.perf_counter()
-        # A full batch and the last, shorter one (each compiles once).
-        bench.forward_all(bench.items[:args.batch_size])
-        if n_items % args.batch_size:
-            bench.forward_all(bench.items[:n_items % args.batch_size])
-        warm[key] = time.perf_counter() - start
-        rows[key], outputs[key] = bench.timed(bench.forward_all)
-    # A second round over all modes, interleaved: the best of the two rounds
-    # of each mode is compared, so a load change hits every mode alike.
-    for compiled, dtype in modes:
-        set_mode(compiled, dtype)
-        key = ('compiled' if compiled else 'eager', dtype)
-        rows[key] = min(rows[key], bench.timed(bench.forward_all)[0])
-    # The peak again after the model runs, best of both: a peak measured in
-    # a busy moment would inflate the fractions.
-    for d in args.dtypes:
-        peaks[d] = max(peaks[d], gemm_peak(check_dtype(d, args.device, True),
-                                           sizes[d], args.device))
-        print(f'GEMM peak {d} ({sizes[d]}^3), best of two: {peaks[d]:.1f} '
-              'GFLOP/s')
-    for key, seconds in rows.items():
-        gflops = flops / seconds / 1e9
-        print(f'model-only {key[0]:8s} {key[1]}: {n_img / seconds:7.2f} '
-              f'img/s ({n_items / seconds:7.2f} items/s)  {gflops:7.1f} '
-              f'GFLOP/s = {100 * gflops / peaks[key[1]]:5.1f}% of the '
-              f'{key[1]} GEMM peak (warm-up {warm[key]:.1f} s)')
-    print(f'peak memory after model-only runs {_peak_mb(args.device):.0f} MB')
-    ref = _stack(outputs[('eager', args.dtypes[0])])
-    for key, out in outputs.items():
-        if key == ('eager', args.dtypes[0]):
-            continue
-        low = _stack(out)
-        line = (f'{key[0]} {key[1]} vs eager {args.dtypes[0]}: '
-                f'{rows[("eager", args.dtypes[0])] / rows[key]:.2f}x speed, '
-                f'relative L2 {_rel_l2(low, ref):.2e}, max abs '
-                f'{(low - ref).abs().max().item():.2e}')
-        if bench.model.task == 'pose':
-            line += ', ' + _kpt_shift(
-                bench, outputs[('eager', args.dtypes[0])], out)
-        print(line)
-    set_mode(False, 'fp32')
-
-    # -- end to end: pipeline vs serial (eager fp32) ------------------------
-    if args.skip_e2e:
-        return
-    model_only = rows[('eager', 'fp32')] if ('eager', 'fp32') in rows \
-        else None
-    # Interleaved rounds, best of each: load changes hit all three alike.
-    times = dict(pipe=[], serial=[], model=[])
-    with tempfile.TemporaryDirectory() as tmp:
-        for rnd in range(2):
-            times['pipe'].append(bench.timed(
-                lambda r=rnd: bench.pipeline(osp.join(tmp, f'p{r}')))[0])
-            times['serial'].append(bench.timed(
-                lambda r=rnd: bench.serial(osp.join(tmp, f's{r}')))[0])
-            times['model'].append(bench.timed(bench.forward_all)[0])
-        written = sum(len(files) for _, _, files in os.walk(tmp))
-    print('  rounds (s): ' + '  '.join(
-        f'{k} {", ".join(f"{t:.2f}" for t in v)}' for k, v in times.items()))
-    t_pipe, t_serial = min(times['pipe']), min(times['serial'])
-    t_model = min(times['model'] + ([model_only] if model_only else []))
-    print(f'end-to-end eager fp32 ({written} files written):')
-    print(f'  model-only {n_img / t_model:7.2f} img/s')
-    print(f'  pipeline   {n_img / t_pipe:7.2f} img/s = {t_model / t_pipe:.2f} '
-          'of model-only')
-    print(f'  serial     {n_img / t_serial:7.2f} img/s; pipeline / serial = '
-          f'{t_serial / t_pipe:.2f}x')
-    print(f'peak memory {_peak_mb(args.device):.0f} MB')
+    measure_model_only(bench, args, peaks, flops)
+    if not args.skip_e2e:
+        measure_end_to_end(bench, args)
 
 
 if __name__ == '__main__':
