@@ -55,6 +55,12 @@ DENSE_TRAIN = 'tests/test_tools/test_dense_tiny_training.py::' \
 DENSE_INFER = 'tests/test_tools/test_infer_dense.py::'
 FINETUNE = 'tests/test_models/test_selfsup/test_linear_probe.py::' \
     'test_linear_probe_on_exported_backbone'
+# The benchmark commands run on a 2-block backbone at 64x48 (the 0.1B model
+# takes minutes per variant on 2 cores).
+BENCH_POSE = 'tests/test_tools/test_benchmark_inference.py::' \
+    'test_pose_eager_fp32_bf16_and_end_to_end'
+BENCH_SEG = 'tests/test_tools/test_benchmark_inference.py::' \
+    'test_seg_compiled_matches_eager'
 TINY_PRETRAIN = osp.join(REPO_DIR, 'configs', 'pretrain',
                          'sapiens2-tiny_pretrain-cpu-64x48.py')
 
@@ -216,16 +222,15 @@ COVERAGE = {
     'python tools/analysis_tools/benchmark_inference.py '
     'configs/pose/sapiens2-0.4b_8xb6-10k_coco-1024x768.py --arch sapiens2_0.1b '
     '--input-size 512 384 --input tests/data/coco_sample --boxes coco '
-    '--compile --dtypes fp32 bf16': ('reason', (
-        'a benchmark (compiles a 0.1B model: minutes on 2 cores); the pipeline, '
-        'compile and dtype paths it times are tested in tests/test_apis/'
-        'test_pipelined_runner.py, test_compile.py and test_precision.py')),
+    '--compile --dtypes fp32 bf16': ('test', BENCH_POSE),
     'python tools/analysis_tools/benchmark_inference.py '
     'configs/pose/sapiens2-0.4b_8xb6-10k_coco-1024x768.py --arch sapiens2_0.1b '
-    '--input-size 128 96 --repeat 1 --compile --dtypes fp32 bf16': ('reason', (
-        'a benchmark (compiles a 0.1B model: minutes on 2 cores); the pipeline, '
-        'compile and dtype paths it times are tested in tests/test_apis/'
-        'test_pipelined_runner.py, test_compile.py and test_precision.py')),
+    '--input-size 128 96 --repeat 2 --compile --dtypes fp32 bf16 '
+    '--compile-dtypes fp32 bf16': ('test', BENCH_POSE),
+    'python tools/analysis_tools/benchmark_inference.py '
+    'configs/seg/sapiens2-0.4b_8xb12-20k_seg29-1024x768.py --arch sapiens2_0.1b '
+    '--input-size 128 96 --repeat 2 --compile --dtypes fp32 bf16 '
+    '--compile-dtypes fp32 bf16': ('test', BENCH_SEG),
     'python tools/dataset_converters/coco_wholebody_to_sapiens308.py '
     'data/coco/annotations/coco_wholebody_val_v1.0.json '
     'data/coco/annotations/coco_wholebody_val_308.json':

@@ -48,13 +48,19 @@ def _percent_of_peak(text, mode):
     return float(match.group(1))
 
 
+@pytest.mark.slow
 def test_pose_eager_fp32_bf16_and_end_to_end():
-    out = _run(POSE, '--dtypes', 'fp32', 'bf16')
+    out = _run(POSE, '--dtypes', 'fp32', 'bf16', '--compile',
+               '--compile-dtypes', 'fp32')
+    assert 'model-only compiled fp32' in out
     assert '4 images' in out and '14 network items' in out  # COCO people
     assert 0 < _percent_of_peak(out, 'eager    fp32') < 100
     assert 0 < _percent_of_peak(out, 'eager    bf16') < 100
-    median, rounds = _ratio(out, 'speed vs eager fp32:')
+    median, rounds = _ratio(out, 'speed vs eager fp32:')  # bf16, first
     assert len(rounds) == 2 and min(rounds) <= median <= max(rounds)
+    compiled = re.search(r'compiled fp32 vs eager fp32 outputs: relative L2 '
+                         r'\S+, max abs (\S+),', out)
+    assert compiled and float(compiled.group(1)) < 1e-4
     # bf16 changes the heatmaps, by a bounded amount; the shift is printed.
     rel = float(re.search(r'bf16 vs eager fp32 outputs: relative L2 (\S+),',
                           out).group(1))
