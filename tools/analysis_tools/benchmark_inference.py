@@ -49,7 +49,10 @@ from torch.utils.flop_counter import FlopCounterMode
 sys.path.insert(0, osp.join(osp.dirname(osp.abspath(__file__)), '..', '..'))
 
 from sapiens2_mm.apis import BoxFile, FrameReader, init_model  # noqa: E402
-from sapiens2_mm.apis.compile import compile_model  # noqa: E402
+from sapiens2_mm.apis.compile import (  # noqa: E402
+    COMPILED_PARTS,
+    compile_model,
+)
 from sapiens2_mm.apis.inputs import Frame  # noqa: E402
 from sapiens2_mm.apis.pipeline_stages import stages_for  # noqa: E402
 from sapiens2_mm.apis.pipelined_runner import PipelinedRunner  # noqa: E402
@@ -362,8 +365,8 @@ class Modes:
 
     def __init__(self, model: torch.nn.Module, compile_: bool) -> None:
         self.model = model
-        self.eager = {name: getattr(model, name).forward for name in
-                      ('backbone', 'neck', 'head', 'decode_head')
+        self.eager = {name: getattr(model, name).forward
+                      for name in COMPILED_PARTS
                       if isinstance(getattr(model, name, None),
                                     torch.nn.Module)}
         self.compiled = {}
