@@ -231,6 +231,9 @@ COVERAGE = {
     'configs/seg/sapiens2-0.4b_8xb12-20k_seg29-1024x768.py --arch sapiens2_0.1b '
     '--input-size 128 96 --repeat 2 --compile --dtypes fp32 bf16 '
     '--compile-dtypes fp32 bf16': ('test', BENCH_SEG),
+    'python tools/analysis_tools/benchmark_label_resize.py': ('test', (
+        'tests/test_tools/test_analysis_tools.py::'
+        'test_benchmark_label_resize_both_ways_agree')),
     'python tools/dataset_converters/coco_wholebody_to_sapiens308.py '
     'data/coco/annotations/coco_wholebody_val_v1.0.json '
     'data/coco/annotations/coco_wholebody_val_308.json':

@@ -52,3 +52,85 @@ def test_binary_model_thresholds_the_sigmoid(tile_bytes):
 def test_label_dtype():
     assert label_dtype(29) == np.uint8 and label_dtype(256) == np.uint8
     assert label_dtype(300) == np.uint16
+
+
+def _smooth_logits(num_classes, h, w, seed=0):
+    """Large regions with one winning class, as a trained segmenter gives."""
+    torch.manual_seed(seed)
+    coarse = torch.randn(1, num_classes, max(1, h // 16), max(1, w // 16))
+    coarse *= 4
+    return F.interpolate(coarse, size=(h, w), mode='bicubic')[0]
+
+
+def _reference(logits, size, align):
+    return F.interpolate(logits[None], size=size, mode='bilinear',
+                         align_corners=align)[0]
+
+
+@pytest.mark.parametrize('size,align', [((301, 217), False), ((20, 13), False),
+                                        ((257, 401), True)])
+def test_boundary_only_path_equals_full_interpolate_argmax(size, align,
+                                                           monkeypatch):
+    import sapiens2_mm.apis.label_resize as module
+    logits = _smooth_logits(29, 64, 48)
+    calls = []
+    real = module._boundary_only
+    monkeypatch.setattr(module, '_boundary_only',
+                        lambda *a: calls.append(1) or real(*a))
+    out = resize_argmax(logits, size, align, tile_bytes=4 * 29 * size[1] * 5)
+    assert calls, 'smooth logits should take the boundary-only path'
+    ref = _reference(logits, size, align)
+    top2 = ref.topk(2, dim=0).values
+    decided = (top2[0] - top2[1]).numpy() > 1e-5
+    assert decided.mean() > 0.99
+    np.testing.assert_array_equal(out[decided], ref.argmax(0).numpy()[decided])
+
+
+def test_noisy_logits_take_the_dense_path(monkeypatch):
+    import sapiens2_mm.apis.label_resize as module
+    monkeypatch.setattr(module, '_boundary_only',
+                        lambda *a: pytest.fail('boundary path on noise'))
+    torch.manual_seed(0)
+    resize_argmax(torch.randn(29, 32, 24), (301, 217))
+
+
+@pytest.mark.parametrize('size,align', [((301, 217), False), ((97, 301), True)])
+def test_boundary_only_path_forced_on_noise(size, align):
+    """Every cell mixed: every pixel takes the interpolate_at path."""
+    torch.manual_seed(0)
+    logits = torch.randn(29, 32, 24)
+    out = resize_argmax(logits, size, align, sparse_max=1.0)
+    ref = _reference(logits, size, align)
+    top2 = ref.topk(2, dim=0).values
+    decided = (top2[0] - top2[1]).numpy() > 1e-5
+    np.testing.assert_array_equal(out[decided], ref.argmax(0).numpy()[decided])
+
+
+def test_exact_and_near_ties_follow_the_reference():
+    """Class 5 equal to class 3 (the winner) on the left half and a hair
+    above it (3e-6 relative, above float rounding) on the right: exact ties
+    keep the first class, as argmax does, near ties go the reference's way."""
+    logits = _smooth_logits(8, 40, 30)
+    logits[3] = logits.max(0).values + 1.0
+    logits[5] = logits[3]  # exact tie: argmax keeps class 3
+    logits[5, :, 15:] += 3e-6 * logits[3, :, 15:].abs()  # near tie: class 5
+    size = (157, 121)
+    out = resize_argmax(logits, size, sparse_max=1.0)
+    ref = _reference(logits, size, False).argmax(0).numpy()
+    assert set(np.unique(out)) == {3, 5}
+    # Only where the blend crosses from the tie to the near tie (source
+    # columns 14-15) may float rounding pick either class.
+    from sapiens2_mm.apis.label_resize import _source_index
+    seam = (_source_index(size[1], 30, False, 'cpu')[0] == 14).numpy()
+    assert seam.any()
+    np.testing.assert_array_equal(out[:, ~seam], ref[:, ~seam])
+
+
+def test_binary_boundary_only_path():
+    torch.manual_seed(0)
+    logit = _smooth_logits(1, 40, 30)
+    size = (211, 157)
+    out = resize_argmax(logit, size, threshold=0.3, sparse_max=1.0)
+    ref = (_reference(logit, size, False)[0].sigmoid() > 0.3).numpy()
+    assert 0.05 < ref.mean() < 0.95
+    np.testing.assert_array_equal(out, ref)
