@@ -88,6 +88,10 @@ def run_inference(args: argparse.Namespace,
     check_device(args.device)
     if args.batch_size < 1:
         raise ValueError(f'--batch-size must be >= 1, got {args.batch_size}.')
+    workers = getattr(args, 'read_workers', None)
+    if workers is not None and workers < 1:
+        raise ValueError(f'--read-workers must be >= 1, got {workers} (1 '
+                         'decodes in one thread).')
     reader = FrameReader(args.input)
     task_kwargs = spec.inferencer_kwargs(args)
     layout = OutputLayout(args.output, reader)
@@ -131,7 +135,8 @@ def run_inference(args: argparse.Namespace,
         # Overlapped by default (decoding, crops, heatmap decoding and the
         # writing below run while the network does); --serial: one thread.
         source = inferencer if getattr(args, 'serial', False) else \
-            PipelinedRunner(inferencer)
+            PipelinedRunner(inferencer,
+                            read_workers=getattr(args, 'read_workers', None))
         frames = source.iter_frames(
             None, reader, on_failure=lambda f, reason: fail(f.name, reason))
         for frame, result in frames:

@@ -15,7 +15,9 @@ import os
 import os.path as osp
 from collections import Counter
 from dataclasses import dataclass
+from functools import partial
 from typing import (
+    Callable,
     Collection,
     Iterable,
     Iterator,
@@ -66,6 +68,29 @@ class Frame:
     def __post_init__(self) -> None:
         if not self.stem:
             self.stem = osp.splitext(self.name)[0]
+
+
+@dataclass
+class Loaded:
+    """What one input step gave: a frame, and/or a skip or warning record.
+
+    Attributes:
+        frame: the decoded frame, ``None`` when the input was skipped.
+        skipped: (path, reason) when the input could not be read.
+        warning: (path, reason) when it was read but may be damaged.
+    """
+    frame: Optional[Frame] = None
+    skipped: Optional[Tuple[str, str]] = None
+    warning: Optional[Tuple[str, str]] = None
+
+
+#: One step of :meth:`FrameReader.jobs`: call it (on any thread) to load.
+FrameJob = Callable[[], Loaded]
+
+
+def _ready(loaded: Loaded) -> FrameJob:
+    """A job whose work is already done (arrays, decoded video frames)."""
+    return lambda: loaded
 
 
 def is_video(path: str) -> bool:
@@ -232,11 +257,12 @@ class FrameReader:
                 total += 1
         return total
 
-    def _read_video(self, path: str, name: str,
-                    stem: str) -> Iterator[Frame]:
+    def _video_jobs(self, path: str, name: str,
+                    stem: str) -> Iterator[FrameJob]:
+        """Frames decoded here, in order (a video decodes sequentially)."""
         cap = cv2.VideoCapture(path)
         if not cap.isOpened():
-            self.skipped.append((path, 'cannot open the video'))
+            yield _ready(Loaded(skipped=(path, 'cannot open the video')))
             return
         fps = cap.get(cv2.CAP_PROP_FPS) or 25.0
         index = 0
@@ -246,38 +272,63 @@ class FrameReader:
                 if not ok:
                     break
                 frame_name = f'{stem}_{index:06d}.jpg'
-                yield Frame(frame_name, image, path, path, index, fps,
-                            video_name=name, video_stem=stem)
+                yield _ready(Loaded(Frame(
+                    frame_name, image, path, path, index, fps,
+                    video_name=name, video_stem=stem)))
                 index += 1
         finally:
             cap.release()
         if index == 0:
-            self.skipped.append((path, 'the video has no decodable frames'))
+            yield _ready(Loaded(skipped=(
+                path, 'the video has no decodable frames')))
 
-    def __iter__(self) -> Iterator[Frame]:
+    @staticmethod
+    def _load_photo(path: str, name: str, stem: str) -> Loaded:
+        image, warning = read_image(path)
+        if image is None:
+            return Loaded(skipped=(
+                path, 'not a decodable image (empty, truncated or another '
+                'format)'))
+        return Loaded(Frame(name, image, path, stem=stem, warning=warning),
+                      warning=(path, warning) if warning else None)
+
+    def jobs(self) -> Iterator[FrameJob]:
+        """One job per frame or unreadable input, in input order.
+
+        A photo job decodes its file when called, so several can run on
+        threads (:func:`~sapiens2_mm.apis.ordered_pool.ordered_map`); video
+        frames are decoded while iterating. Pass each job's
+        :class:`Loaded`, in order, to :meth:`record`.
+        """
         self.skipped = list(self.empty_folders)
         self.warnings = []
         self.num_done = 0
         for item, name, stem in zip(self.items, self.names, self.stems):
             if isinstance(item, np.ndarray):
-                yield Frame(name, item)
+                yield _ready(Loaded(Frame(name, item)))
             elif is_video(item):
                 if name in self.done_videos:
                     self.num_done += 1
                     continue
-                yield from self._read_video(item, name, stem)
+                yield from self._video_jobs(item, name, stem)
             elif name in self.done:
                 self.num_done += 1
             else:
-                image, warning = read_image(item)
-                if image is None:
-                    self.skipped.append(
-                        (item, 'not a decodable image (empty, truncated or '
-                         'another format)'))
-                    continue
-                if warning:
-                    self.warnings.append((item, warning))
-                yield Frame(name, image, item, stem=stem, warning=warning)
+                yield partial(self._load_photo, item, name, stem)
+
+    def record(self, loaded: Loaded) -> Optional[Frame]:
+        """Note ``loaded``'s skip / warning; return its frame (or None)."""
+        if loaded.skipped:
+            self.skipped.append(loaded.skipped)
+        if loaded.warning:
+            self.warnings.append(loaded.warning)
+        return loaded.frame
+
+    def __iter__(self) -> Iterator[Frame]:
+        for job in self.jobs():
+            frame = self.record(job())
+            if frame is not None:
+                yield frame
 
 
 def _extensions_message() -> str:

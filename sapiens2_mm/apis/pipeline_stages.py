@@ -14,6 +14,7 @@ the results are those of the serial path (tests/test_apis/
 test_pipelined_runner.py compares them). A task without its own stages
 (:func:`stages_for`) runs its whole ``run_batch`` as ``forward``.
 """
+import threading
 from typing import Any, Tuple
 
 import numpy as np
@@ -50,11 +51,21 @@ class PoseStages(InferencerStages):
     The forward is mmpose ``TopdownPoseEstimator.predict`` up to the heatmaps
     (flip test included, :meth:`PoseHeatmapHead.predict_heatmaps`); decoding
     (``head.decode``) and ``add_pred_to_datasample`` run in :meth:`finish`.
+
+    ``prepare`` runs on several read workers: the crops run in parallel, the
+    box source one frame at a time (its counters, and a detector's switch of
+    mmengine's default scope, are not thread-safe).
     """
+
+    def __init__(self, inferencer) -> None:
+        super().__init__(inferencer)
+        self._boxes_lock = threading.Lock()
 
     def prepare(self, frame: Frame) -> Tuple[np.ndarray, list]:
         inf = self.inferencer
-        boxes = np.asarray(inf.boxes(frame), dtype=np.float32).reshape(-1, 5)
+        with self._boxes_lock:
+            boxes = inf.boxes(frame)
+        boxes = np.asarray(boxes, dtype=np.float32).reshape(-1, 5)
         return boxes, [inf._crop(frame, box) for box in boxes]
 
     def forward(self, items: list) -> list:

@@ -3,7 +3,8 @@
 Four threads connected by bounded queues::
 
     reader      frames decoded (images, video frames) + prepare stage
-                (boxes, top-down crops / resize)            -> prepared
+                (boxes, top-down crops / resize), on
+                ``read_workers`` threads, in order           -> prepared
     model       items of consecutive frames cut into full batches
                 (a frame's people may span two batches),
                 ``forward`` under no_grad                    -> computed
@@ -24,11 +25,13 @@ batch whose forward raises is re-run one frame at a time.
 """
 import queue
 import threading
+from contextlib import closing
 from typing import Callable, Iterator, List, Optional
 
 import torch
 
-from .inputs import Frame, FrameReader
+from .inputs import Frame, FrameReader, Loaded
+from .ordered_pool import check_workers, default_workers, ordered_map
 from .pipeline_stages import stages_for
 from .stream_batcher import StreamBatcher
 
@@ -50,15 +53,21 @@ class PipelinedRunner:
             ``batch_size`` counts model items (pose: person crops) per
             forward, gathered across frames.
         prefetch: frames decoded and prepared ahead of the network.
+        read_workers: threads decoding photos and preparing frames (boxes,
+            crops, resizing); default half the cores, 1 to 4
+            (:func:`~sapiens2_mm.apis.ordered_pool.default_workers`).
     """
 
-    def __init__(self, inferencer, prefetch: int = 8) -> None:
+    def __init__(self, inferencer, prefetch: int = 8,
+                 read_workers: Optional[int] = None) -> None:
         if prefetch < 1:
             raise ValueError(f'prefetch must be >= 1, got {prefetch}.')
         self.inferencer = inferencer
         self.stages = stages_for(inferencer)
         self.batch_size = inferencer.batch_size
         self.prefetch = prefetch
+        self.read_workers = check_workers(
+            default_workers() if read_workers is None else read_workers)
         self.failed: List = []
 
     # -- threads ------------------------------------------------------------
@@ -85,18 +94,38 @@ class PipelinedRunner:
         if self._on_failure is not None:
             self._on_failure(frame, reason)
 
+    def _load_and_prepare(self, job):
+        """(loaded, (context, items) or None, prepare error or None); runs
+        on the read-worker threads."""
+        loaded = job()
+        if loaded.frame is None:
+            return loaded, None, None
+        try:
+            return loaded, self.stages.prepare(loaded.frame), None
+        except Exception as err:  # noqa: BLE001 - skipped and counted
+            return loaded, None, err
+
     def _reader(self, reader, out: queue.Queue, stop) -> None:
         try:
-            for frame in reader:
-                if stop.is_set():
-                    return
-                try:
-                    context, items = self.stages.prepare(frame)
-                except Exception as err:  # noqa: BLE001 - skip and count
-                    self._fail(frame, err)
-                    continue
-                if not self._put(out, (frame, context, items), stop):
-                    return
+            # A FrameReader hands out decode jobs (photos decode on the
+            # workers); any other iterable of frames is decoded as iterated.
+            jobs = reader.jobs() if hasattr(reader, 'jobs') else (
+                (lambda f=f: Loaded(f)) for f in reader)
+            record = getattr(reader, 'record', lambda loaded: loaded.frame)
+            steps = ordered_map(self._load_and_prepare, jobs,
+                                self.read_workers, self.prefetch)
+            with closing(steps):
+                for loaded, prepared, err in steps:
+                    if stop.is_set():
+                        return
+                    frame = record(loaded)
+                    if frame is None:
+                        continue
+                    if err is not None:
+                        self._fail(frame, err)
+                        continue
+                    if not self._put(out, (frame, *prepared), stop):
+                        return
             self._put(out, _END, stop)
         except BaseException as err:  # noqa: BLE001 - re-raised by caller
             self._put(out, _Failed(err), stop)

@@ -1,6 +1,8 @@
 """The overlapped pipeline gives the serial inferencer's results, in order."""
 import json
+import os
 import os.path as osp
+import shutil
 
 import numpy as np
 import pytest
@@ -42,15 +44,17 @@ def box_file(tmp_path):
     return str(path)
 
 
-@pytest.mark.parametrize('flip_test', [False, True])
-def test_pose_pipeline_equals_serial(photos, box_file, flip_test):
+@pytest.mark.parametrize('flip_test,read_workers', [(False, 1), (True, 1),
+                                                    (True, 3)])
+def test_pose_pipeline_equals_serial(photos, box_file, flip_test,
+                                     read_workers):
     torch.manual_seed(0)
     model = init_model(tiny_config('pose'))
     # batch_size 3 crops: batches mix the people of different photos.
     inferencer = PoseInferencer(model, batch_size=3, flip_test=flip_test,
                                 boxes=BoxFile(box_file))
     serial = inferencer(photos)
-    piped = PipelinedRunner(inferencer)(photos)
+    piped = PipelinedRunner(inferencer, read_workers=read_workers)(photos)
     assert [r.name for r in piped] == [osp.basename(p) for p in photos]
     assert sum(len(r.bboxes) for r in piped) == 14  # every COCO person
     for a, b in zip(serial, piped):
@@ -89,7 +93,9 @@ class _FailOn:
         return WholeImageBoxes()(frame)
 
 
-def test_failing_frame_is_skipped_and_counted(photos, tmp_path):
+@pytest.mark.parametrize('read_workers', [1, 3])
+def test_failing_frame_is_skipped_and_counted(photos, tmp_path,
+                                              read_workers):
     torch.manual_seed(0)
     model = init_model(tiny_config('pose'))
     bad = osp.basename(photos[1])
@@ -97,7 +103,8 @@ def test_failing_frame_is_skipped_and_counted(photos, tmp_path):
     unreadable = tmp_path / 'broken.jpg'
     unreadable.write_bytes(b'not a jpeg')
     seen = []
-    runner = PipelinedRunner(inferencer, prefetch=2)
+    runner = PipelinedRunner(inferencer, prefetch=2,
+                             read_workers=read_workers)
     out = list(runner.iter_frames(
         photos + [str(unreadable)],
         on_failure=lambda f, r: seen.append(osp.basename(f.name))))
@@ -158,3 +165,44 @@ def test_forward_failure_skips_only_that_frame(photos, box_file):
     for frame, result in out:  # the frames batched with it are unharmed
         np.testing.assert_allclose(result.keypoints,
                                    serial[frame.name].keypoints, atol=5e-3)
+
+
+def test_read_workers_keep_order_and_skip_records(tmp_path):
+    """Unreadable and damaged files among many photos: frames, skips and
+    warnings come out in input order with 4 read workers, as serially."""
+    from sapiens2_mm.apis import FrameReader
+    sources = sorted(n for n in os.listdir(COCO) if n.endswith('.jpg'))
+    names = []
+    for i in range(12):
+        src = osp.join(COCO, sources[i % 4])
+        name = f'{i:02d}.jpg'
+        if i in (3, 8):
+            (tmp_path / name).write_bytes(b'not a jpeg')
+        elif i == 5:  # truncated: decodes with a warning
+            data = open(src, 'rb').read()
+            (tmp_path / name).write_bytes(data[:len(data) // 2])
+        else:
+            shutil.copy(src, tmp_path / name)
+        names.append(name)
+    torch.manual_seed(0)
+    model = init_model(tiny_config('seg'))
+    inferencer = SegInferencer(model, batch_size=2)
+    serial_reader = FrameReader(str(tmp_path))
+    serial = list(inferencer.iter_frames(None, serial_reader))
+    reader = FrameReader(str(tmp_path))
+    runner = PipelinedRunner(inferencer, read_workers=4, prefetch=3)
+    piped = list(runner.iter_frames(None, reader))
+    assert [f.name for f, _ in piped] == [f.name for f, _ in serial] == [
+        n for i, n in enumerate(names) if i not in (3, 8)]
+    assert reader.skipped == serial_reader.skipped
+    assert [osp.basename(p) for p, _ in reader.skipped] == ['03.jpg',
+                                                            '08.jpg']
+    assert [osp.basename(p) for p, _ in reader.warnings] == ['05.jpg']
+    for (_, a), (_, b) in zip(serial, piped):
+        assert (a.label_map == b.label_map).mean() > 0.9999
+
+
+def test_bad_read_workers_is_refused():
+    model = init_model(tiny_config('seg'))
+    with pytest.raises(ValueError, match='read workers must be an integer'):
+        PipelinedRunner(SegInferencer(model), read_workers=0)

@@ -90,7 +90,8 @@ def test_seg_outputs_read_back(inputs, tmp_path):
     out = tmp_path / 'seg'
     rc = infer.main(['seg', tiny_config('seg'), '--input',
                      str(inputs / '000000040083.jpg'), str(inputs / 'clip.mp4'),
-                     '--output', str(out), '--batch-size', '3'])
+                     '--output', str(out), '--batch-size', '3',
+                     '--read-workers', '3'])
     assert rc == 0
     labels = np.load(out / '000000040083_seg.npy')
     assert labels.shape == (120, 160) and labels.dtype == np.uint8
@@ -122,6 +123,10 @@ def test_bad_arguments(tmp_path, inputs):
     with pytest.raises(FileNotFoundError, match='does not exist'):
         infer.main(['seg', tiny_config('seg'), '--input',
                     str(tmp_path / 'nothing'), '--output', str(tmp_path / 'o')])
+    with pytest.raises(ValueError, match='--read-workers must be >= 1, got 0'):
+        infer.main(['seg', tiny_config('seg'), '--input', str(inputs),
+                    '--output', str(tmp_path / 'w'), '--read-workers', '0'])
+    assert not (tmp_path / 'w').exists()  # refused before any output
 
 
 def test_unwritable_output(inputs):

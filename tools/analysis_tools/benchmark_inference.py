@@ -94,6 +94,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                         'anew: minutes on a small CPU)')
     parser.add_argument('--gemm-size', type=int, default=2048)
     parser.add_argument('--threads', type=int, help='torch threads')
+    parser.add_argument('--read-workers', type=int,
+                        help='pipeline threads decoding and preparing '
+                        'frames (default: half the cores, 1 to 4)')
     parser.add_argument('--rounds', type=int, default=3,
                         help='interleaved timing rounds; every ratio is '
                         'taken within a round (median reported)')
@@ -191,12 +194,19 @@ PHOTO_AT_ONCE = 1 << 16
 
 
 class Passes:
-    """``repeat`` passes over the inputs; frames are decoded while iterated
-    (in the pipeline's reader thread, or inline for the serial loop)."""
+    """``repeat`` passes over the inputs: decode jobs for the pipeline's
+    read workers, or frames decoded inline for the serial loop."""
 
     def __init__(self, inputs, repeat: int) -> None:
         self.inputs, self.repeat = inputs, repeat
         self.skipped, self.warnings = [], []
+
+    def jobs(self):
+        for _ in range(self.repeat):
+            yield from FrameReader(self.inputs).jobs()
+
+    def record(self, loaded):
+        return FrameReader.record(self, loaded)
 
     def __iter__(self):
         for _ in range(self.repeat):
@@ -301,7 +311,8 @@ class Bench:
 
     def pipeline(self, out_dir: str) -> list:
         layout, writer = self._writer(out_dir)
-        runner = PipelinedRunner(self.inferencer)
+        runner = PipelinedRunner(self.inferencer,
+                                 read_workers=self.args.read_workers)
         results = []
         passes = Passes(self.args.input, self.args.repeat)
         for index, (frame, result) in enumerate(
