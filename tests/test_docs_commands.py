@@ -231,11 +231,11 @@ COVERAGE = {
     'configs/seg/sapiens2-0.4b_8xb12-20k_seg29-1024x768.py --arch sapiens2_0.1b '
     '--input-size 128 96 --repeat 2 --compile --dtypes fp32 bf16 '
     '--compile-dtypes fp32 bf16': ('test', BENCH_SEG),
-    'python tools/analysis_tools/benchmark_reader.py '
+    'python tools/analysis_tools/benchmark_cpu_stages.py '
     'configs/pose/sapiens2-0.4b_8xb6-10k_coco-1024x768.py --upscale 4032 '
     '3024 --workers 1 2': ('test', (
         'tests/test_tools/test_analysis_tools.py::'
-        'test_benchmark_reader_counts_every_item')),
+        'test_benchmark_cpu_stages_counts_every_item')),
     'python tools/analysis_tools/benchmark_label_resize.py': ('test', (
         'tests/test_tools/test_analysis_tools.py::'
         'test_benchmark_label_resize_both_ways_agree')),

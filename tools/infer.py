@@ -43,9 +43,10 @@ def _add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--dtype', choices=('fp32', 'bf16'), default='fp32',
                         help='network precision (bf16: autocast; an error '
                         'on devices without bf16)')
-    parser.add_argument('--read-workers', type=int, default=None,
-                        help='threads decoding photos and cutting crops '
-                        '(default: half the cores, 1 to 4)')
+    parser.add_argument('--workers', type=int, default=None,
+                        help='threads decoding photos and cutting crops, '
+                        'and threads drawing and encoding the '
+                        'visualisations (default: half the cores, 1 to 4)')
     parser.add_argument('--serial', action='store_true',
                         help='one thread: no decoding / writing overlapped '
                         'with the network (debugging)')

@@ -18,12 +18,15 @@ What is guaranteed (docs/inference.md, "What is guaranteed"):
 import argparse
 import os
 import os.path as osp
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Tuple
 
 from .devices import check_device
 from .inputs import FrameReader
+from .ordered_pool import default_workers
 from .pipelined_runner import PipelinedRunner
+from .render_stage import render_frames
 from .run_index import INDEX_NAME, InferenceIndex
 from .tasks import get_task
 from .writers import FrameSink, OutputLayout
@@ -88,10 +91,11 @@ def run_inference(args: argparse.Namespace,
     check_device(args.device)
     if args.batch_size < 1:
         raise ValueError(f'--batch-size must be >= 1, got {args.batch_size}.')
-    workers = getattr(args, 'read_workers', None)
+    workers = getattr(args, 'workers', None)
     if workers is not None and workers < 1:
-        raise ValueError(f'--read-workers must be >= 1, got {workers} (1 '
-                         'decodes in one thread).')
+        raise ValueError(f'--workers must be >= 1, got {workers} (1 '
+                         'decodes and draws in one thread).')
+    workers = workers or default_workers()
     reader = FrameReader(args.input)
     task_kwargs = spec.inferencer_kwargs(args)
     layout = OutputLayout(args.output, reader)
@@ -132,35 +136,42 @@ def run_inference(args: argparse.Namespace,
         index.add_video_done(name)
 
     try:
-        # Overlapped by default (decoding, crops, heatmap decoding and the
-        # writing below run while the network does); --serial: one thread.
-        source = inferencer if getattr(args, 'serial', False) else \
-            PipelinedRunner(inferencer,
-                            read_workers=getattr(args, 'read_workers', None))
+        # Overlapped by default (decoding, crops, heatmap decoding, drawing
+        # and the writing below run while the network does); --serial: one
+        # thread.
+        serial = getattr(args, 'serial', False)
+        source = inferencer if serial else \
+            PipelinedRunner(inferencer, read_workers=workers)
         frames = source.iter_frames(
             None, reader, on_failure=lambda f, reason: fail(f.name, reason))
-        for frame, result in frames:
-            bar.update()
-            if frame.video_name != current_video:
-                if current_video is not None:
-                    finish_video(current_video)
-                current_video = frame.video_name
-            try:
-                record = writer.write(frame, result)
-                if not args.no_vis:
-                    vis = spec.visualize(frame, result, meta, args)
-                    if vis is not None:
-                        path = sink.write(vis, frame)
+        draw = None if args.no_vis else (
+            lambda frame, result: spec.visualize(frame, result, meta, args))
+        rendered = render_frames(frames, draw, 1 if serial else workers)
+        with closing(frames), closing(rendered):
+            for item in rendered:
+                frame, result = item.frame, item.result
+                bar.update()
+                if frame.video_name != current_video:
+                    if current_video is not None:
+                        finish_video(current_video)
+                    current_video = frame.video_name
+                if item.error is not None:
+                    fail(frame.name, item.error)
+                    continue
+                try:
+                    record = writer.write(frame, result)
+                    if item.image is not None:
+                        path = sink.write(item.image, frame, item.encoded)
                         if frame.video_name is None:
                             record['outputs'].append(layout.relative(path))
-            except Exception as err:  # noqa: BLE001 - skip, count and list
-                fail(frame.name, f'{type(err).__name__}: {err}')
-                continue
-            record.update(name=frame.name, source=frame.source)
-            if frame.warning:
-                record['warning'] = frame.warning
-            index.add(record)
-            summary.processed += 1
+                except Exception as err:  # noqa: BLE001 - skip, count, list
+                    fail(frame.name, f'{type(err).__name__}: {err}')
+                    continue
+                record.update(name=frame.name, source=frame.source)
+                if frame.warning:
+                    record['warning'] = frame.warning
+                index.add(record)
+                summary.processed += 1
         if current_video is not None:
             finish_video(current_video)
     except KeyboardInterrupt:

@@ -67,21 +67,48 @@ def check_output_outside_inputs(out_dir: str, reader: FrameReader) -> None:
                 'the inputs. Pass an output folder outside the inputs.')
 
 
-def write_image(path: str, image: np.ndarray) -> str:
+def image_suffix(name: str) -> str:
+    """The extension a drawing named ``name`` is encoded with: its own, or
+    ``.png`` appended when OpenCV cannot write that format."""
+    return '' if cv2.haveImageWriter(name) else '.png'
+
+
+def encode_image(name: str, image: np.ndarray) -> bytes:
+    """``image`` encoded as the file ``name + image_suffix(name)`` would be
+    (``cv2.imencode`` with ``cv2.imwrite``'s defaults: the same bytes)."""
+    ext = osp.splitext(name + image_suffix(name))[1]
+    ok, data = cv2.imencode(ext, image)
+    if not ok:
+        raise OSError(f'Could not encode image {name!r} as {ext}.')
+    return data.tobytes()
+
+
+def write_bytes(path: str, data: bytes) -> str:
+    """Write ``data`` atomically (temporary name, then rename)."""
+    root, ext = osp.splitext(path)
+    tmp = f'{root}.partial{ext}'
+    with open(tmp, 'wb') as f:
+        f.write(data)
+    os.replace(tmp, path)
+    return path
+
+
+def write_image(path: str, image: np.ndarray,
+                encoded: Optional[bytes] = None) -> str:
     """Write an image atomically; formats cv2 cannot write become ``.png``.
+
+    Args:
+        path: the file name wanted.
+        image: (H, W, 3) uint8 BGR.
+        encoded: ``encode_image(path, image)`` when already done (on a
+            drawing worker); written as is.
 
     Returns:
         The path written.
     """
-    root, ext = osp.splitext(path)
-    if not cv2.haveImageWriter(path):
-        root, ext = path, '.png'
-    final = root + ext
-    tmp = f'{root}.partial{ext}'
-    if not cv2.imwrite(tmp, image):
-        raise OSError(f'Could not write image {final!r}.')
-    os.replace(tmp, final)
-    return final
+    if encoded is None:
+        encoded = encode_image(path, image)
+    return write_bytes(path + image_suffix(path), encoded)
 
 
 def save_array(path: str, array: np.ndarray) -> str:
@@ -164,10 +191,17 @@ class FrameSink:
         self.videos: Dict[str, tuple] = {}
         self.written: List[str] = []
 
-    def write(self, image: np.ndarray, frame: Frame) -> str:
-        """Write the drawing of ``frame``; returns its (final) path."""
+    def write(self, image: np.ndarray, frame: Frame,
+              encoded: Optional[bytes] = None) -> str:
+        """Write the drawing of ``frame``; returns its (final) path.
+
+        ``encoded``: the image file's bytes (``encode_image(frame.name,
+        image)``), for frames that are not video frames, when a drawing
+        worker encoded them already.
+        """
         if frame.video_name is None:
-            path = write_image(self.layout.visualisation_path(frame), image)
+            path = write_image(self.layout.visualisation_path(frame), image,
+                               encoded)
             self.written.append(path)
             return path
         if frame.video_name not in self.videos:

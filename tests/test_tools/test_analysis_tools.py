@@ -1,5 +1,5 @@
 """tools/analysis_tools: get_flops, print_config, analyze_logs, browse_dataset,
-benchmark_label_resize, benchmark_reader."""
+benchmark_label_resize, benchmark_cpu_stages."""
 import json
 import os.path as osp
 
@@ -235,16 +235,19 @@ def test_benchmark_label_resize_rejects_bad_sizes():
 @pytest.mark.parametrize('config', [
     'configs/pose/sapiens2-0.4b_8xb6-10k_coco-1024x768.py',
     'configs/seg/sapiens2-0.4b_8xb12-20k_seg29-1024x768.py'])
-def test_benchmark_reader_counts_every_item(config, capsys, monkeypatch):
+def test_benchmark_cpu_stages_counts_every_item(config, capsys, monkeypatch):
     import sys
     monkeypatch.chdir(REPO_DIR)
     monkeypatch.syspath_prepend(ANALYSIS)
     sys.modules.pop('benchmark_inference', None)
-    reader = _tool('benchmark_reader')
-    rates = reader.main([config, '--upscale', '320', '240', '--copies', '1',
+    stages = _tool('benchmark_cpu_stages')
+    rates = stages.main([config, '--upscale', '320', '240', '--copies', '1',
                          '--workers', '1', '3', '--rounds', '1'])
     out = capsys.readouterr().out
-    assert set(rates) == {1, 3} and all(r > 0 for r in rates.values())
+    assert set(rates) == {(s, w) for s in ('read', 'draw') for w in (1, 3)}
+    assert all(r > 0 for r in rates.values())
     # pose: the 14 COCO people of the 4 photos; seg: one item per photo
     items = 14 if '/pose/' in config else 4
     assert f'4 photos (320x240), {items} prepared items' in out
+    assert out.count('decode + prepare') == 2
+    assert out.count('draw + encode') == 2

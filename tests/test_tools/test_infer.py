@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import cv2
 import numpy as np
 import pytest
+import torch
 
 from tests.conftest import DATA_DIR, REPO_DIR
 from tests.test_apis.tiny_configs import tiny_config
@@ -91,7 +92,7 @@ def test_seg_outputs_read_back(inputs, tmp_path):
     rc = infer.main(['seg', tiny_config('seg'), '--input',
                      str(inputs / '000000040083.jpg'), str(inputs / 'clip.mp4'),
                      '--output', str(out), '--batch-size', '3',
-                     '--read-workers', '3'])
+                     '--workers', '3'])
     assert rc == 0
     labels = np.load(out / '000000040083_seg.npy')
     assert labels.shape == (120, 160) and labels.dtype == np.uint8
@@ -123,9 +124,9 @@ def test_bad_arguments(tmp_path, inputs):
     with pytest.raises(FileNotFoundError, match='does not exist'):
         infer.main(['seg', tiny_config('seg'), '--input',
                     str(tmp_path / 'nothing'), '--output', str(tmp_path / 'o')])
-    with pytest.raises(ValueError, match='--read-workers must be >= 1, got 0'):
+    with pytest.raises(ValueError, match='--workers must be >= 1, got 0'):
         infer.main(['seg', tiny_config('seg'), '--input', str(inputs),
-                    '--output', str(tmp_path / 'w'), '--read-workers', '0'])
+                    '--output', str(tmp_path / 'w'), '--workers', '0'])
     assert not (tmp_path / 'w').exists()  # refused before any output
 
 
@@ -392,3 +393,48 @@ def test_interrupted_video_is_redone_and_a_finished_one_skipped(
     assert {p: v for p, v in _snapshot(out).items()
             if p.name != 'inference_index.jsonl'} == {
         p: v for p, v in kept.items() if p.name != 'inference_index.jsonl'}
+
+
+def test_workers_write_the_same_files(tmp_path):
+    """Decoding, crops, drawing and encoding on 3 threads: every output file
+    equals the one-thread run's, byte for byte (the index aside: it holds
+    the run's options)."""
+    folder = tmp_path / 'in'
+    for i in range(5):
+        _photo(folder / f'{i}.jpg', i)
+    runs = {}
+    for workers in ('1', '3'):
+        torch.manual_seed(0)  # the same random weights
+        out = tmp_path / f'out{workers}'
+        assert infer.main(['seg', tiny_config('seg'), '--input', str(folder),
+                           '--output', str(out), '--batch-size', '2',
+                           '--workers', workers]) == 0
+        runs[workers] = {p.name: p.read_bytes() for p in out.iterdir()
+                         if p.name != 'inference_index.jsonl'}
+    assert sorted(runs['1']) == sorted(
+        [f'{i}.jpg' for i in range(5)] + [f'{i}_seg.npy' for i in range(5)])
+    assert runs['1'] == runs['3']
+
+
+def test_drawing_failure_skips_only_that_frame(tmp_path, monkeypatch,
+                                               capsys):
+    from sapiens2_mm.apis.tasks.seg import SegTask
+    folder = tmp_path / 'in'
+    for i in range(4):
+        _photo(folder / f'{i}.jpg', i)
+    draw = SegTask.visualize
+
+    def broken(self, frame, result, meta, args):
+        if frame.name == '2.jpg':
+            raise RuntimeError('simulated drawing failure')
+        return draw(self, frame, result, meta, args)
+
+    monkeypatch.setattr(SegTask, 'visualize', broken)
+    out = tmp_path / 'out'
+    assert infer.main(['seg', tiny_config('seg'), '--input', str(folder),
+                       '--output', str(out), '--workers', '3']) == 0
+    log = capsys.readouterr().out
+    assert '3 frame(s) processed' in log
+    assert '2.jpg: RuntimeError: simulated drawing failure' in log
+    assert sorted(p.name for p in out.iterdir() if p.suffix == '.jpg') == [
+        '0.jpg', '1.jpg', '3.jpg']

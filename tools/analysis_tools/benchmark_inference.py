@@ -54,6 +54,7 @@ from sapiens2_mm.apis.compile import (  # noqa: E402
     compile_model,
 )
 from sapiens2_mm.apis.inputs import Frame  # noqa: E402
+from sapiens2_mm.apis.ordered_pool import default_workers  # noqa: E402
 from sapiens2_mm.apis.pipeline_stages import stages_for  # noqa: E402
 from sapiens2_mm.apis.pipelined_runner import PipelinedRunner  # noqa: E402
 from sapiens2_mm.apis.precision import (  # noqa: E402
@@ -61,8 +62,9 @@ from sapiens2_mm.apis.precision import (  # noqa: E402
     check_dtype,
     set_inference_dtype,
 )
+from sapiens2_mm.apis.render_stage import render_frames  # noqa: E402
 from sapiens2_mm.apis.tasks import get_task  # noqa: E402
-from sapiens2_mm.apis.writers import OutputLayout  # noqa: E402
+from sapiens2_mm.apis.writers import OutputLayout, write_image  # noqa: E402
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -94,9 +96,10 @@ def parse_args(argv=None) -> argparse.Namespace:
                         'anew: minutes on a small CPU)')
     parser.add_argument('--gemm-size', type=int, default=2048)
     parser.add_argument('--threads', type=int, help='torch threads')
-    parser.add_argument('--read-workers', type=int,
+    parser.add_argument('--workers', type=int,
                         help='pipeline threads decoding and preparing '
-                        'frames (default: half the cores, 1 to 4)')
+                        'frames, and drawing them (default: half the cores, '
+                        '1 to 4)')
     parser.add_argument('--rounds', type=int, default=3,
                         help='interleaved timing rounds; every ratio is '
                         'taken within a round (median reported)')
@@ -298,27 +301,32 @@ class Bench:
         return layout, self.task.open_writer(layout, self.model,
                                              self.task_args)
 
-    def _write(self, layout, writer, frame, result, index: int) -> None:
+    @staticmethod
+    def _renamed(frame, index: int) -> Frame:
         # Unique names per repeat (the layout refuses to overwrite).
-        frame = Frame(f'r{index}_{osp.basename(frame.name)}', frame.image,
-                      stem=f'r{index}_{frame.stem}')
-        writer.write(frame, result)
-        vis = self.task.visualize(frame, result, self.model.dataset_meta,
-                                  self.task_args)
-        if vis is not None:
-            from sapiens2_mm.apis.writers import write_image
-            write_image(layout.visualisation_path(frame), vis)
+        return Frame(f'r{index}_{osp.basename(frame.name)}', frame.image,
+                     stem=f'r{index}_{frame.stem}')
+
+    def _draw(self, frame, result):
+        return self.task.visualize(frame, result, self.model.dataset_meta,
+                                   self.task_args)
 
     def pipeline(self, out_dir: str) -> list:
+        """As tools/infer.py: the runner, then drawing + encoding on the
+        same workers, files written in order."""
         layout, writer = self._writer(out_dir)
-        runner = PipelinedRunner(self.inferencer,
-                                 read_workers=self.args.read_workers)
-        results = []
+        workers = self.args.workers or default_workers()
+        runner = PipelinedRunner(self.inferencer, read_workers=workers)
         passes = Passes(self.args.input, self.args.repeat)
-        for index, (frame, result) in enumerate(
-                runner.iter_frames(reader=passes)):
-            self._write(layout, writer, frame, result, index)
-            results.append(result)
+        frames = ((self._renamed(frame, i), result) for i, (frame, result)
+                  in enumerate(runner.iter_frames(reader=passes)))
+        results = []
+        for item in render_frames(frames, self._draw, workers):
+            writer.write(item.frame, item.result)
+            if item.image is not None:
+                write_image(layout.visualisation_path(item.frame),
+                            item.image, item.encoded)
+            results.append(item.result)
         return results
 
     def serial(self, out_dir: str) -> list:
@@ -328,7 +336,11 @@ class Bench:
         with torch.no_grad():
             for index, frame in enumerate(passes):
                 result = self.serial_inferencer.run_batch([frame])[0]
-                self._write(layout, writer, frame, result, index)
+                frame = self._renamed(frame, index)
+                writer.write(frame, result)
+                vis = self._draw(frame, result)
+                if vis is not None:
+                    write_image(layout.visualisation_path(frame), vis)
                 results.append(result)
         return results
 

@@ -1,16 +1,23 @@
-"""Throughput of the pipeline's read stage (decode + prepare) against the
-number of read workers, without the network.
+"""Throughput of the CPU stages around the network against the number of
+``--workers`` threads: the read stage (decode + prepare) and the drawing
+stage (draw + encode the visualisation).
 
-    python tools/analysis_tools/benchmark_reader.py \\
+    python tools/analysis_tools/benchmark_cpu_stages.py \\
         configs/pose/sapiens2-0.4b_8xb6-10k_coco-1024x768.py \\
         --upscale 4032 3024 --workers 1 2
 
 The bundled COCO photos (or ``--input``) are written as JPEGs of
-``--upscale`` W H (phone-photo size) to a temporary folder; each worker count
-then decodes them and runs the task's ``prepare`` stage (pose: person boxes
-of the COCO annotations and the 1024x768 top-down crops; seg: the resize to
-the network size), in alternating rounds. The network's size does not
-matter here, so the backbone is shrunk to two blocks.
+``--upscale`` W H (phone-photo size) to a temporary folder. For each worker
+count, in alternating rounds:
+
+* read: decode them and run the task's ``prepare`` stage (pose: the person
+  boxes of the COCO annotations and the 1024x768 top-down crops; seg: the
+  resize to the network size);
+* draw: the task's visualisation of a synthetic result (pose: keypoints
+  spread over each box; seg: a label map of blocks of every class) and its
+  encoding to the output format, as ``tools/infer.py`` does.
+
+No network runs, so the backbone is shrunk to two blocks.
 """
 import argparse
 import os
@@ -21,6 +28,7 @@ import tempfile
 import time
 
 import cv2
+import numpy as np
 
 sys.path.insert(0, osp.join(osp.dirname(osp.abspath(__file__)), '..', '..'))
 sys.path.insert(0, osp.dirname(osp.abspath(__file__)))
@@ -30,6 +38,8 @@ from benchmark_inference import _coco_boxes, _override  # noqa: E402
 from sapiens2_mm.apis import BoxFile, FrameReader, init_model  # noqa: E402
 from sapiens2_mm.apis.ordered_pool import ordered_map  # noqa: E402
 from sapiens2_mm.apis.pipeline_stages import stages_for  # noqa: E402
+from sapiens2_mm.apis.render_stage import render_frames  # noqa: E402
+from sapiens2_mm.apis.results import PoseResult, SegResult  # noqa: E402
 from sapiens2_mm.apis.tasks import get_task  # noqa: E402
 
 TINY_ARCH = ('{"embed_dims": 64, "num_layers": 2, "num_heads": 2, '
@@ -90,15 +100,45 @@ def scaled_boxes(src: str, names: dict, size) -> str:
     return path.name
 
 
-def read_stage(stages, folder: str, workers: int) -> int:
-    """Decode and prepare every photo of ``folder``; the number of items."""
+def read_stage(stages, folder: str, workers: int) -> list:
+    """Decode and prepare every photo of ``folder``: (frame, context) each."""
     reader = FrameReader(folder)
 
     def load_and_prepare(job):
-        return stages.prepare(job().frame)[1]
+        frame = job().frame
+        context, items = stages.prepare(frame)
+        return frame, context, len(items)
 
-    return sum(len(items) for items in
-               ordered_map(load_and_prepare, reader.jobs(), workers))
+    return list(ordered_map(load_and_prepare, reader.jobs(), workers))
+
+
+def synthetic_result(task: str, frame, boxes, num_keypoints: int,
+                     num_classes: int):
+    """A result to draw (its values do not change the drawing's cost)."""
+    h, w = frame.image.shape[:2]
+    if task == 'pose':
+        boxes = np.asarray(boxes, np.float32).reshape(-1, 5)
+        rng = np.random.default_rng(0)
+        unit = rng.random((len(boxes), num_keypoints, 2), dtype=np.float32)
+        size = boxes[:, None, 2:4] - boxes[:, None, 0:2]
+        return PoseResult(frame.name, (h, w), boxes[:, :4], boxes[:, 4],
+                          boxes[:, None, 0:2] + unit * size,
+                          np.ones((len(boxes), num_keypoints), np.float32))
+    grid = np.arange(64, dtype=np.uint8).reshape(8, 8) % num_classes
+    labels = cv2.resize(grid, (w, h), interpolation=cv2.INTER_NEAREST)
+    return SegResult(frame.name, labels)
+
+
+def draw_stage(task, model, pairs, workers: int) -> int:
+    """Draw and encode every (frame, result); the number of bytes."""
+    parser = argparse.ArgumentParser()
+    task.add_cli_arguments(parser)
+    args = parser.parse_args([])
+
+    def draw(frame, result):
+        return task.visualize(frame, result, model.dataset_meta, args)
+
+    return sum(len(r.encoded) for r in render_frames(pairs, draw, workers))
 
 
 def main(argv=None) -> dict:
@@ -118,25 +158,38 @@ def main(argv=None) -> dict:
                                                    args.upscale))
         stages = stages_for(task.build_inferencer(model, **kwargs))
         frames = sum(len(v) for v in names.values())
-        times = {w: [] for w in args.workers}
-        items = 0
+        times = {(stage, w): [] for stage in ('read', 'draw')
+                 for w in args.workers}
+        prepared = read_stage(stages, tmp, 1)
+        items = sum(n for _, _, n in prepared)
+        meta = model.dataset_meta
+        pairs = [(frame, synthetic_result(
+            model.task, frame, context, meta.get('num_keypoints', 0),
+            len(meta.get('classes', [])) or 1)) for frame, context, _ in
+            prepared]
         for _ in range(args.rounds):
             for workers in args.workers:
                 start = time.perf_counter()
-                items = read_stage(stages, tmp, workers)
-                times[workers].append(time.perf_counter() - start)
+                read_stage(stages, tmp, workers)
+                times['read', workers].append(time.perf_counter() - start)
+                start = time.perf_counter()
+                draw_stage(task, model, pairs, workers)
+                times['draw', workers].append(time.perf_counter() - start)
     finally:
         shutil.rmtree(tmp)
     size = 'x'.join(map(str, args.upscale)) if args.upscale else 'original'
     print(f'{model.task}: {frames} photos ({size}), {items} prepared items, '
           f'{os.cpu_count()} cores, best of {args.rounds} rounds')
-    base = min(times[args.workers[0]])
     rates = {}
-    for workers in args.workers:
-        best = min(times[workers])
-        rates[workers] = frames / best
-        print(f'  read workers {workers}: {rates[workers]:6.2f} photos/s '
-              f'({base / best:.2f}x {args.workers[0]} worker(s))')
+    for stage, what in (('read', 'decode + prepare'),
+                        ('draw', 'draw + encode')):
+        base = min(times[stage, args.workers[0]])
+        for workers in args.workers:
+            best = min(times[stage, workers])
+            rates[stage, workers] = frames / best
+            print(f'  {what:16s} workers {workers}: '
+                  f'{rates[stage, workers]:6.2f} photos/s ({base / best:.2f}x '
+                  f'{args.workers[0]} worker(s))')
     return rates
 
 
