@@ -141,7 +141,7 @@ def run_inference(args: argparse.Namespace,
         # thread.
         serial = getattr(args, 'serial', False)
         source = inferencer if serial else \
-            PipelinedRunner(inferencer, read_workers=workers)
+            PipelinedRunner(inferencer, workers=workers)
         frames = source.iter_frames(
             None, reader, on_failure=lambda f, reason: fail(f.name, reason))
         draw = None if args.no_vis else (

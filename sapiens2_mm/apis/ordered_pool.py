@@ -27,8 +27,8 @@ def check_workers(workers: int) -> int:
     """``workers`` if it is a positive int, else a ValueError saying so."""
     if not isinstance(workers, int) or isinstance(workers, bool) \
             or workers < 1:
-        raise ValueError(f'read workers must be an integer >= 1, got '
-                         f'{workers!r}; use 1 to decode in one thread.')
+        raise ValueError(f'workers must be an integer >= 1, got '
+                         f'{workers!r}; use 1 for one thread per stage.')
     return workers
 
 

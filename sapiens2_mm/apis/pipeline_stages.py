@@ -52,7 +52,7 @@ class PoseStages(InferencerStages):
     (flip test included, :meth:`PoseHeatmapHead.predict_heatmaps`); decoding
     (``head.decode``) and ``add_pred_to_datasample`` run in :meth:`finish`.
 
-    ``prepare`` runs on several read workers: the crops run in parallel, the
+    ``prepare`` runs on several workers: the crops run in parallel, the
     box source one frame at a time (its counters, and a detector's switch of
     mmengine's default scope, are not thread-safe).
     """

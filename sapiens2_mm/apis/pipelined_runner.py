@@ -4,12 +4,12 @@ Four threads connected by bounded queues::
 
     reader      frames decoded (images, video frames) + prepare stage
                 (boxes, top-down crops / resize), on
-                ``read_workers`` threads, in order           -> prepared
+                ``workers`` threads, in order                -> prepared
     model       items of consecutive frames cut into full batches
                 (a frame's people may span two batches),
                 ``forward`` under no_grad                    -> computed
     post        ``finish`` stage (heatmap decoding, resize
-                + argmax)                                    -> results
+                + argmax), on ``workers`` threads, in order  -> results
     caller      whatever consumes :meth:`iter_frames` (tools/infer.py
                 writes files and drawings here)
 
@@ -53,21 +53,22 @@ class PipelinedRunner:
             ``batch_size`` counts model items (pose: person crops) per
             forward, gathered across frames.
         prefetch: frames decoded and prepared ahead of the network.
-        read_workers: threads decoding photos and preparing frames (boxes,
-            crops, resizing); default half the cores, 1 to 4
+        workers: threads decoding photos and preparing frames (boxes,
+            crops, resizing), and as many finishing them (heatmap decoding,
+            resize + argmax); default half the cores, 1 to 4
             (:func:`~sapiens2_mm.apis.ordered_pool.default_workers`).
     """
 
     def __init__(self, inferencer, prefetch: int = 8,
-                 read_workers: Optional[int] = None) -> None:
+                 workers: Optional[int] = None) -> None:
         if prefetch < 1:
             raise ValueError(f'prefetch must be >= 1, got {prefetch}.')
         self.inferencer = inferencer
         self.stages = stages_for(inferencer)
         self.batch_size = inferencer.batch_size
         self.prefetch = prefetch
-        self.read_workers = check_workers(
-            default_workers() if read_workers is None else read_workers)
+        self.workers = check_workers(
+            default_workers() if workers is None else workers)
         self.failed: List = []
 
     # -- threads ------------------------------------------------------------
@@ -113,7 +114,7 @@ class PipelinedRunner:
                 (lambda f=f: Loaded(f)) for f in reader)
             record = getattr(reader, 'record', lambda loaded: loaded.frame)
             steps = ordered_map(self._load_and_prepare, jobs,
-                                self.read_workers, self.prefetch)
+                                self.workers, self.prefetch)
             with closing(steps):
                 for loaded, prepared, err in steps:
                     if stop.is_set():
@@ -151,21 +152,36 @@ class PipelinedRunner:
         except BaseException as err:  # noqa: BLE001 - re-raised by caller
             self._put(out, _Failed(err), stop)
 
+    def _finish(self, entry):
+        """(frame, result or None, error or None); runs on the workers."""
+        frame, context, outputs = entry
+        try:
+            return frame, self.stages.finish(frame, context, outputs), None
+        except Exception as err:  # noqa: BLE001 - skipped and counted
+            return frame, None, err
+
+    def _entries(self, inq: queue.Queue, stop, end: list) -> Iterator:
+        """The model's outputs until its end marker (kept in ``end``)."""
+        while True:
+            entry = self._get(inq, stop)
+            if entry is _END or isinstance(entry, _Failed):
+                end.append(entry)
+                return
+            yield entry
+
     def _post(self, inq: queue.Queue, out: queue.Queue, stop) -> None:
         try:
-            while True:
-                entry = self._get(inq, stop)
-                if entry is _END or isinstance(entry, _Failed):
-                    self._put(out, entry, stop)
-                    return
-                frame, ctx, outputs = entry
-                try:
-                    result = self.stages.finish(frame, ctx, outputs)
-                except Exception as err:  # noqa: BLE001 - skip and count
-                    self._fail(frame, err)
-                    continue
-                if not self._put(out, (frame, result), stop):
-                    return
+            end = []
+            steps = ordered_map(self._finish, self._entries(inq, stop, end),
+                                self.workers, self.prefetch)
+            with closing(steps):
+                for frame, result, err in steps:
+                    if err is not None:
+                        self._fail(frame, err)
+                        continue
+                    if not self._put(out, (frame, result), stop):
+                        return
+            self._put(out, end[0] if end else _END, stop)
         except BaseException as err:  # noqa: BLE001 - re-raised by caller
             self._put(out, _Failed(err), stop)
 

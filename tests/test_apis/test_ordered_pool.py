@@ -59,7 +59,7 @@ def test_closing_early_stops_submitting():
 
 @pytest.mark.parametrize('bad', [0, -1, 1.5, True, None])
 def test_bad_worker_count_is_refused(bad):
-    with pytest.raises(ValueError, match='read workers must be an integer'):
+    with pytest.raises(ValueError, match='workers must be an integer'):
         check_workers(bad)
 
 

@@ -44,17 +44,17 @@ def box_file(tmp_path):
     return str(path)
 
 
-@pytest.mark.parametrize('flip_test,read_workers', [(False, 1), (True, 1),
+@pytest.mark.parametrize('flip_test,workers', [(False, 1), (True, 1),
                                                     (True, 3)])
 def test_pose_pipeline_equals_serial(photos, box_file, flip_test,
-                                     read_workers):
+                                     workers):
     torch.manual_seed(0)
     model = init_model(tiny_config('pose'))
     # batch_size 3 crops: batches mix the people of different photos.
     inferencer = PoseInferencer(model, batch_size=3, flip_test=flip_test,
                                 boxes=BoxFile(box_file))
     serial = inferencer(photos)
-    piped = PipelinedRunner(inferencer, read_workers=read_workers)(photos)
+    piped = PipelinedRunner(inferencer, workers=workers)(photos)
     assert [r.name for r in piped] == [osp.basename(p) for p in photos]
     assert sum(len(r.bboxes) for r in piped) == 14  # every COCO person
     for a, b in zip(serial, piped):
@@ -93,9 +93,9 @@ class _FailOn:
         return WholeImageBoxes()(frame)
 
 
-@pytest.mark.parametrize('read_workers', [1, 3])
+@pytest.mark.parametrize('workers', [1, 3])
 def test_failing_frame_is_skipped_and_counted(photos, tmp_path,
-                                              read_workers):
+                                              workers):
     torch.manual_seed(0)
     model = init_model(tiny_config('pose'))
     bad = osp.basename(photos[1])
@@ -104,7 +104,7 @@ def test_failing_frame_is_skipped_and_counted(photos, tmp_path,
     unreadable.write_bytes(b'not a jpeg')
     seen = []
     runner = PipelinedRunner(inferencer, prefetch=2,
-                             read_workers=read_workers)
+                             workers=workers)
     out = list(runner.iter_frames(
         photos + [str(unreadable)],
         on_failure=lambda f, r: seen.append(osp.basename(f.name))))
@@ -167,9 +167,9 @@ def test_forward_failure_skips_only_that_frame(photos, box_file):
                                    serial[frame.name].keypoints, atol=5e-3)
 
 
-def test_read_workers_keep_order_and_skip_records(tmp_path):
+def test_workers_keep_order_and_skip_records(tmp_path):
     """Unreadable and damaged files among many photos: frames, skips and
-    warnings come out in input order with 4 read workers, as serially."""
+    warnings come out in input order with 4 workers, as serially."""
     from sapiens2_mm.apis import FrameReader
     sources = sorted(n for n in os.listdir(COCO) if n.endswith('.jpg'))
     names = []
@@ -190,7 +190,7 @@ def test_read_workers_keep_order_and_skip_records(tmp_path):
     serial_reader = FrameReader(str(tmp_path))
     serial = list(inferencer.iter_frames(None, serial_reader))
     reader = FrameReader(str(tmp_path))
-    runner = PipelinedRunner(inferencer, read_workers=4, prefetch=3)
+    runner = PipelinedRunner(inferencer, workers=4, prefetch=3)
     piped = list(runner.iter_frames(None, reader))
     assert [f.name for f, _ in piped] == [f.name for f, _ in serial] == [
         n for i, n in enumerate(names) if i not in (3, 8)]
@@ -202,7 +202,29 @@ def test_read_workers_keep_order_and_skip_records(tmp_path):
         assert (a.label_map == b.label_map).mean() > 0.9999
 
 
-def test_bad_read_workers_is_refused():
+def test_bad_workers_is_refused():
     model = init_model(tiny_config('seg'))
-    with pytest.raises(ValueError, match='read workers must be an integer'):
-        PipelinedRunner(SegInferencer(model), read_workers=0)
+    with pytest.raises(ValueError, match='workers must be an integer'):
+        PipelinedRunner(SegInferencer(model), workers=0)
+
+
+@pytest.mark.parametrize('workers', [1, 3])
+def test_finish_failure_skips_only_that_frame(photos, box_file, workers):
+    """Heatmap decoding raising for one photo, on the post workers."""
+    torch.manual_seed(0)
+    model = init_model(tiny_config('pose'))
+    inferencer = PoseInferencer(model, batch_size=4, boxes=BoxFile(box_file))
+    bad = osp.basename(photos[2])
+    runner = PipelinedRunner(inferencer, workers=workers)
+    finish = runner.stages.finish
+
+    def broken(frame, context, outputs):
+        if frame.name == bad:
+            raise RuntimeError('decoding broke')
+        return finish(frame, context, outputs)
+
+    runner.stages.finish = broken
+    out = list(runner.iter_frames(photos))
+    assert [f.name for f, _ in out] == [osp.basename(p) for p in photos
+                                        if osp.basename(p) != bad]
+    assert runner.failed == [(bad, 'RuntimeError: decoding broke')]

@@ -198,7 +198,7 @@ PHOTO_AT_ONCE = 1 << 16
 
 class Passes:
     """``repeat`` passes over the inputs: decode jobs for the pipeline's
-    read workers, or frames decoded inline for the serial loop."""
+    workers, or frames decoded inline for the serial loop."""
 
     def __init__(self, inputs, repeat: int) -> None:
         self.inputs, self.repeat = inputs, repeat
@@ -316,7 +316,7 @@ class Bench:
         same workers, files written in order."""
         layout, writer = self._writer(out_dir)
         workers = self.args.workers or default_workers()
-        runner = PipelinedRunner(self.inferencer, read_workers=workers)
+        runner = PipelinedRunner(self.inferencer, workers=workers)
         passes = Passes(self.args.input, self.args.repeat)
         frames = ((self._renamed(frame, i), result) for i, (frame, result)
                   in enumerate(runner.iter_frames(reader=passes)))
