@@ -134,3 +134,25 @@ def test_binary_boundary_only_path():
     ref = (_reference(logit, size, False)[0].sigmoid() > 0.3).numpy()
     assert 0.05 < ref.mean() < 0.95
     np.testing.assert_array_equal(out, ref)
+
+
+@pytest.mark.parametrize('shape,size', [((29, 1, 1), (5, 7)),
+                                        ((29, 1, 8), (3, 20)),
+                                        ((29, 8, 1), (20, 3)),
+                                        ((2, 16, 12), (1, 1))])
+@pytest.mark.parametrize('sparse_max', [0.0, 1.0])
+def test_degenerate_shapes_both_paths(shape, size, sparse_max):
+    torch.manual_seed(0)
+    logits = torch.randn(*shape)
+    ref = _reference(logits, size, False).argmax(0).numpy()
+    np.testing.assert_array_equal(
+        resize_argmax(logits, size, sparse_max=sparse_max), ref)
+
+
+def test_boundary_only_path_with_more_than_256_classes():
+    logits = _smooth_logits(300, 64, 48)
+    logits[299, :32] += 20  # a label above 255 in the top half
+    out = resize_argmax(logits, (150, 110), sparse_max=1.0)
+    assert out.dtype == np.uint16 and out.max() == 299
+    np.testing.assert_array_equal(
+        out, _reference(logits, (150, 110), False).argmax(0).numpy())
