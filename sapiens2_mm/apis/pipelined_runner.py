@@ -1,6 +1,8 @@
 """Overlapped inference: the network never waits for decoding or writing.
 
-Four threads connected by bounded queues::
+Four stages connected by bounded queues, each with a thread of its own (the
+reader and post stages hand their work to ``workers`` threads and keep the
+input order, :func:`~sapiens2_mm.apis.ordered_pool.ordered_map`)::
 
     reader      frames decoded (images, video frames) + prepare stage
                 (boxes, top-down crops / resize), on
@@ -11,7 +13,8 @@ Four threads connected by bounded queues::
     post        ``finish`` stage (heatmap decoding, resize
                 + argmax), on ``workers`` threads, in order  -> results
     caller      whatever consumes :meth:`iter_frames` (tools/infer.py
-                writes files and drawings here)
+                draws on its own ``workers`` threads and writes the files,
+                :mod:`~sapiens2_mm.apis.render_stage`)
 
 so decoding the next frames, decoding the last heatmaps and writing the last
 results all happen while the network runs. Threads, not processes: cv2
