@@ -12,9 +12,9 @@ photos, repeated ``--repeat`` times):
   backbone, head, flip test) on the prepared items, batched as the pipeline
   batches them (``--batch-size`` items: pose person crops, seg images);
 * pipeline: :class:`~sapiens2_mm.apis.pipelined_runner.PipelinedRunner`
-  (decoding, crops, heatmap decoding and writing overlapped with the
-  network; crops batched across images) + writing each result and its
-  drawing;
+  (decoding, crops, heatmap decoding overlapped with the network on
+  ``--workers`` threads; crops batched across images), then drawing and
+  encoding on as many threads and writing in order, as tools/infer.py;
 * serial: one image at a time as the official demo does: decode the photo,
   crop its people, forward them all in one batch, decode the heatmaps, draw
   and write, then the next photo.
