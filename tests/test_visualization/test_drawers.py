@@ -56,3 +56,35 @@ def test_palette_overlay():
     np.testing.assert_array_equal(side[:, :2], image)
     with pytest.raises(ValueError, match='sizes'):
         overlay_labels(image, labels[:1], meta['palette'])
+
+
+@pytest.mark.parametrize('opacity', [0.0, 0.5, 1.0, 0.3, 0.7])
+def test_blend_equals_the_float32_formula_on_every_value_pair(opacity):
+    from sapiens2_mm.visualization.seg_drawer import blend
+    # every (image, colour) byte pair, 3 channels, an odd width so vector
+    # and scalar tails of the cv2 path are both exercised
+    a = np.repeat(np.arange(256, dtype=np.uint8), 256)
+    b = np.tile(np.arange(256, dtype=np.uint8), 256)
+    image = np.stack([a, b, a], -1).reshape(256, 256, 3)[:, :255]
+    colors = np.stack([b, a, b], -1).reshape(256, 256, 3)[:, :255]
+    ref = (1 - opacity) * image.astype(np.float32) + opacity * colors.astype(
+        np.float32)
+    ref = np.clip(np.round(ref), 0, 255).astype(np.uint8)
+    np.testing.assert_array_equal(blend(image, colors, opacity), ref)
+
+
+@pytest.mark.parametrize('dtype', [np.uint8, np.int64, np.uint16])
+def test_colorize_look_up_paths_agree(dtype):
+    meta = seg29_metainfo()
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 40, (37, 53))  # 29..39: outside the palette
+    if dtype != np.uint8:
+        labels[0, :5] = [-1, 255, 256, 300, 28] if dtype == np.int64 else \
+            [255, 256, 300, 1000, 28]
+    out = colorize_labels(labels.astype(dtype), meta['palette'])
+    table = np.array(meta['palette'], np.uint8)[:, ::-1]
+    flat = labels.astype(np.int64).ravel()
+    expected = np.zeros((flat.size, 3), np.uint8)
+    inside = (flat >= 0) & (flat < 29)
+    expected[inside] = table[flat[inside]]
+    np.testing.assert_array_equal(out, expected.reshape(37, 53, 3))
