@@ -208,15 +208,16 @@ def test_same_names_and_stems_keep_distinct_outputs(tmp_path):
     assert frames['cam1/0001.jpg']['instances'][0]['bbox'] == [0, 0, 95, 71]
 
 
+@pytest.mark.parametrize('workers', ['1', '3'])
 def test_interrupted_run_keeps_its_frames_and_resumes(tmp_path, monkeypatch,
-                                                       capsys):
+                                                       capsys, workers):
     from sapiens2_mm.apis.tasks import pose as pose_task
     folder = tmp_path / 'in'
     for i in range(4):
         _photo(folder / f'{i}.jpg', i)
     out = tmp_path / 'out'
     args = ['pose', tiny_config('pose'), '--input', str(folder), '--output',
-            str(out), '--batch-size', '1']
+            str(out), '--batch-size', '1', '--workers', workers]
     write = pose_task.PoseWriter.write
     calls = []
 
@@ -438,3 +439,27 @@ def test_drawing_failure_skips_only_that_frame(tmp_path, monkeypatch,
     assert '2.jpg: RuntimeError: simulated drawing failure' in log
     assert sorted(p.name for p in out.iterdir() if p.suffix == '.jpg') == [
         '0.jpg', '1.jpg', '3.jpg']
+
+
+def test_ctrl_c_while_drawing_on_a_worker(tmp_path, monkeypatch, capsys):
+    """Ctrl-C arriving in a drawing thread stops the run like one in the
+    main thread: finished frames are kept, the run says it was interrupted."""
+    from sapiens2_mm.apis.tasks.seg import SegTask
+    folder = tmp_path / 'in'
+    for i in range(6):
+        _photo(folder / f'{i}.jpg', i)
+    draw = SegTask.visualize
+
+    def ctrl_c(self, frame, result, meta, args):
+        if frame.name == '3.jpg':
+            raise KeyboardInterrupt
+        return draw(self, frame, result, meta, args)
+
+    monkeypatch.setattr(SegTask, 'visualize', ctrl_c)
+    out = tmp_path / 'out'
+    assert infer.main(['seg', tiny_config('seg'), '--input', str(folder),
+                       '--output', str(out), '--workers', '3']) == 130
+    assert 'Interrupted. 3 frame(s) finished and kept' in \
+        capsys.readouterr().out
+    assert sorted(p.name for p in out.iterdir() if p.suffix == '.npy') == [
+        '0_seg.npy', '1_seg.npy', '2_seg.npy']
