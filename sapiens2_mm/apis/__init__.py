@@ -11,8 +11,10 @@ from .inferencer_factory import build_inferencer
 from .init_model import init_model, load_config, load_task_checkpoint
 from .inputs import Frame, FrameReader, batched
 from .person_boxes import BoxFile, DetectorBoxes, WholeImageBoxes
+from .pipelined_runner import PipelinedRunner
 from .ply import write_ply
 from .pose_inferencer import PoseInferencer
+from .render_stage import render_frames
 from .results import PoseResult, SegResult
 from .run_index import InferenceIndex
 from .seg_inferencer import SegInferencer
@@ -26,5 +28,5 @@ __all__ = [
     'SegResult', 'SegInferencer', 'InferenceIndex', 'BaseTask', 'config_task',
     'find_task', 'get_task', 'task_names', 'FrameSink', 'OutputLayout',
     'TaskWriter', 'build_inferencer', 'DenseInferencer', 'DenseResult',
-    'write_ply'
+    'write_ply', 'PipelinedRunner', 'render_frames'
 ]

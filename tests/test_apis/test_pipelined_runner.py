@@ -228,3 +228,12 @@ def test_finish_failure_skips_only_that_frame(photos, box_file, workers):
     assert [f.name for f, _ in out] == [osp.basename(p) for p in photos
                                         if osp.basename(p) != bad]
     assert runner.failed == [(bad, 'RuntimeError: decoding broke')]
+
+
+def test_documented_python_api_is_exported():
+    """docs/inference.md: ``sapiens2_mm.apis.PipelinedRunner`` and
+    ``render_frames``."""
+    import sapiens2_mm.apis as apis
+    from sapiens2_mm.apis import pipelined_runner, render_stage
+    assert apis.PipelinedRunner is pipelined_runner.PipelinedRunner
+    assert apis.render_frames is render_stage.render_frames
