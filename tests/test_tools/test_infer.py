@@ -417,23 +417,32 @@ def test_workers_write_the_same_files(tmp_path):
     assert runs['1'] == runs['3']
 
 
-def test_drawing_failure_skips_only_that_frame(tmp_path, monkeypatch,
-                                               capsys):
+def _seg_run_drawing_fails_on(tmp_path, monkeypatch, photos, bad, error):
+    """tools/infer.py seg on ``photos`` photos, 3 workers, the drawing of
+    ``bad`` raising ``error``; (exit code, output folder)."""
     from sapiens2_mm.apis.tasks.seg import SegTask
     folder = tmp_path / 'in'
-    for i in range(4):
+    for i in range(photos):
         _photo(folder / f'{i}.jpg', i)
     draw = SegTask.visualize
 
     def broken(self, frame, result, meta, args):
-        if frame.name == '2.jpg':
-            raise RuntimeError('simulated drawing failure')
+        if frame.name == bad:
+            raise error
         return draw(self, frame, result, meta, args)
 
     monkeypatch.setattr(SegTask, 'visualize', broken)
     out = tmp_path / 'out'
-    assert infer.main(['seg', tiny_config('seg'), '--input', str(folder),
-                       '--output', str(out), '--workers', '3']) == 0
+    return infer.main(['seg', tiny_config('seg'), '--input', str(folder),
+                       '--output', str(out), '--workers', '3']), out
+
+
+def test_drawing_failure_skips_only_that_frame(tmp_path, monkeypatch,
+                                               capsys):
+    rc, out = _seg_run_drawing_fails_on(
+        tmp_path, monkeypatch, 4, '2.jpg',
+        RuntimeError('simulated drawing failure'))
+    assert rc == 0
     log = capsys.readouterr().out
     assert '3 frame(s) processed' in log
     assert '2.jpg: RuntimeError: simulated drawing failure' in log
@@ -444,21 +453,9 @@ def test_drawing_failure_skips_only_that_frame(tmp_path, monkeypatch,
 def test_ctrl_c_while_drawing_on_a_worker(tmp_path, monkeypatch, capsys):
     """Ctrl-C arriving in a drawing thread stops the run like one in the
     main thread: finished frames are kept, the run says it was interrupted."""
-    from sapiens2_mm.apis.tasks.seg import SegTask
-    folder = tmp_path / 'in'
-    for i in range(6):
-        _photo(folder / f'{i}.jpg', i)
-    draw = SegTask.visualize
-
-    def ctrl_c(self, frame, result, meta, args):
-        if frame.name == '3.jpg':
-            raise KeyboardInterrupt
-        return draw(self, frame, result, meta, args)
-
-    monkeypatch.setattr(SegTask, 'visualize', ctrl_c)
-    out = tmp_path / 'out'
-    assert infer.main(['seg', tiny_config('seg'), '--input', str(folder),
-                       '--output', str(out), '--workers', '3']) == 130
+    rc, out = _seg_run_drawing_fails_on(tmp_path, monkeypatch, 6, '3.jpg',
+                                        KeyboardInterrupt())
+    assert rc == 130
     assert 'Interrupted. 3 frame(s) finished and kept' in \
         capsys.readouterr().out
     assert sorted(p.name for p in out.iterdir() if p.suffix == '.npy') == [
