@@ -20,6 +20,7 @@ count, in alternating rounds:
 No network runs, so the backbone is shrunk to two blocks.
 """
 import argparse
+import json
 import os
 import os.path as osp
 import shutil
@@ -80,10 +81,12 @@ def make_photos(src: str, out: str, size, copies: int) -> dict:
 
 
 def scaled_boxes(src: str, names: dict, size) -> str:
-    """The COCO boxes of ``src`` for the renamed (and resized) photos."""
-    import json
-    with open(_coco_boxes(osp.join(src, 'test_coco.json'))) as f:
+    """A temporary bbox file: the COCO boxes of ``src`` for the renamed
+    (and resized) photos."""
+    coco_boxes = _coco_boxes(osp.join(src, 'test_coco.json'))
+    with open(coco_boxes) as f:
         boxes = json.load(f)
+    os.remove(coco_boxes)
     out = {}
     for old, new_names in names.items():
         rows = boxes.get(old, [])
@@ -101,7 +104,8 @@ def scaled_boxes(src: str, names: dict, size) -> str:
 
 
 def read_stage(stages, folder: str, workers: int) -> list:
-    """Decode and prepare every photo of ``folder``: (frame, context) each."""
+    """Decode and prepare every photo of ``folder``: (frame, context,
+    number of items) each."""
     reader = FrameReader(folder)
 
     def load_and_prepare(job):
@@ -154,8 +158,9 @@ def main(argv=None) -> dict:
         kwargs = {}
         coco = osp.join(args.input, 'test_coco.json')
         if model.task == 'pose' and osp.isfile(coco):
-            kwargs['boxes'] = BoxFile(scaled_boxes(args.input, names,
-                                                   args.upscale))
+            box_file = scaled_boxes(args.input, names, args.upscale)
+            kwargs['boxes'] = BoxFile(box_file)  # read here
+            os.remove(box_file)
         stages = stages_for(task.build_inferencer(model, **kwargs))
         frames = sum(len(v) for v in names.values())
         times = {(stage, w): [] for stage in ('read', 'draw')
