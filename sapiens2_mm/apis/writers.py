@@ -12,6 +12,7 @@
 """
 import os
 import os.path as osp
+from contextlib import contextmanager
 from typing import Dict, List, Optional
 
 import cv2
@@ -83,13 +84,20 @@ def encode_image(name: str, image: np.ndarray) -> bytes:
     return data.tobytes()
 
 
+@contextmanager
+def _renamed_when_done(tmp: str, path: str, mode: str = 'wb'):
+    """Open ``tmp`` for writing; rename it to ``path`` when the block ends
+    without an error (an interrupted write never has the final name)."""
+    with open(tmp, mode) as f:
+        yield f
+    os.replace(tmp, path)
+
+
 def write_bytes(path: str, data: bytes) -> str:
     """Write ``data`` atomically (temporary name, then rename)."""
     root, ext = osp.splitext(path)
-    tmp = f'{root}.partial{ext}'
-    with open(tmp, 'wb') as f:
+    with _renamed_when_done(f'{root}.partial{ext}', path) as f:
         f.write(data)
-    os.replace(tmp, path)
     return path
 
 
@@ -113,19 +121,15 @@ def write_image(path: str, image: np.ndarray,
 
 def save_array(path: str, array: np.ndarray) -> str:
     """``np.save`` to a temporary name, then rename (atomic)."""
-    tmp = path + '.partial'
-    with open(tmp, 'wb') as f:
+    with _renamed_when_done(path + '.partial', path) as f:
         np.save(f, array)
-    os.replace(tmp, path)
     return path
 
 
 def write_text(path: str, text: str) -> str:
     """Write a text file atomically."""
-    tmp = path + '.partial'
-    with open(tmp, 'w') as f:
+    with _renamed_when_done(path + '.partial', path, 'w') as f:
         f.write(text)
-    os.replace(tmp, path)
     return path
 
 
