@@ -1,7 +1,8 @@
 """Map a function over a stream on several threads, results in input order.
 
-The pipeline's reader decodes photos and cuts top-down crops; one thread of
-that becomes the bottleneck when the network is fast (a GPU) and the photos
+The pipeline's CPU stages (decoding photos and cutting crops, heatmap
+decoding or resize + argmax, drawing and encoding) each become the
+bottleneck on one thread when the network is fast (a GPU) and the photos
 large (a 12 MP JPEG takes about 0.1 s to decode). ``cv2`` decoding, warping
 and resizing release the GIL, so threads scale on them without copying
 frames between processes (DataLoader workers would pickle every frame and
@@ -18,8 +19,8 @@ Result = TypeVar('Result')
 
 
 def default_workers() -> int:
-    """Threads for decoding/preparing: half the cores, 1 to 4 (1 on the
-    2-core CPUs where the network needs both cores)."""
+    """Threads per CPU stage (read, post-processing, drawing): half the
+    cores, 1 to 4 (1 on the 2-core CPUs where the network needs both)."""
     return max(1, min(4, (os.cpu_count() or 1) // 2))
 
 
