@@ -31,18 +31,28 @@ def _results(teacher, student, rank=0, world=1):
 
 
 def _worker(rank, world, init_file, out_dir):
+    # forked after the parent used torch's thread pool: stay single-threaded
+    torch.set_num_threads(1)
     torch_dist.init_process_group('gloo', init_method=f'file://{init_file}',
                                   rank=rank, world_size=world)
-    teacher, student = _data()
-    result = _results(teacher, student, rank, world)
-    torch.save(result, os.path.join(out_dir, f'rank{rank}.pt'))
-    torch_dist.destroy_process_group()
+    try:
+        teacher, student = _data()
+        result = _results(teacher, student, rank, world)
+        torch.save(result, os.path.join(out_dir, f'rank{rank}.pt'))
+        torch_dist.barrier()  # neither rank closes its pairs mid-collective
+    finally:
+        torch_dist.destroy_process_group()
 
 
 @pytest.mark.slow
 def test_two_process_gloo_equals_single_process(tmp_path):
-    mp.spawn(_worker, args=(2, str(tmp_path / 'init'), str(tmp_path)),
-             nprocs=2, join=True)
+    # Forked, not spawned: a forked child leaves through os._exit, so it never
+    # runs the interpreter and C++ static teardown in which a spawned child
+    # once aborted ("terminate called without an active exception") after
+    # its work was done. The distributed metric tests fork too.
+    mp.start_processes(_worker,
+                       args=(2, str(tmp_path / 'init'), str(tmp_path)),
+                       nprocs=2, join=True, start_method='fork')
     ranks = [torch.load(tmp_path / f'rank{r}.pt', weights_only=True)
              for r in range(2)]
     single = _results(*_data())
