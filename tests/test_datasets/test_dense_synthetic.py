@@ -204,3 +204,20 @@ def test_bundled_sample_matches_the_generator(tmp_path):
         fresh = _read_scene_files(str(tmp_path), name, '.npz')
         for a, b in zip(ours, fresh):
             np.testing.assert_array_equal(a, b)
+
+
+def test_checker_ignores_rounding_noise_on_a_cell_boundary():
+    """The floor lies at world z = 0 only up to BLAS rounding, whose sign
+    differs between CPUs: the checker colour must not depend on it."""
+    from sapiens2_mm.datasets.dense.synthetic import _checker
+    c1, c2 = np.zeros(3), np.ones(3)
+    texture = _checker(c1, c2, 0.25)
+    xy = np.random.default_rng(0).uniform(-2, 2, size=(500, 2))
+    colours = [texture(np.column_stack([xy, np.full(500, z)]))
+               for z in (0.0, 3e-17, -3e-17, -1e-13)]
+    for other in colours[1:]:
+        np.testing.assert_array_equal(other, colours[0])
+    # An exact check of the pattern: cells of 0.25 alternate along x.
+    row = texture(np.array([[0.1, 0.1, 0.0], [0.3, 0.1, 0.0],
+                            [-0.1, 0.1, 0.0]]))
+    np.testing.assert_array_equal(row, [c1, c2, c2])

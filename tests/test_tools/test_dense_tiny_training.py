@@ -81,7 +81,7 @@ def test_tiny_dense_config_learns_and_tests(task, tmp_path):
                             '--cfg-options',
                             f'experiment_name={task}_dense_tiny_test'])
     assert after[metric] < before[metric], (before[metric], after[metric])
-    if task == 'pointmap':  # the scale branch learns too (0.997 -> 0.403)
+    if task == 'pointmap':  # the scale branch learns too (0.996 -> 0.410)
         key = 'extra/scale_rel_err'
         assert after[key] < 0.6 * before[key], (before[key], after[key])
 

@@ -166,7 +166,11 @@ def _checker(c1, c2, size) -> Callable[[np.ndarray], np.ndarray]:
     c1, c2 = np.asarray(c1), np.asarray(c2)
 
     def fn(p):
-        cell = np.floor(p / size).astype(np.int64).sum(axis=1) % 2
+        # Rounded first: the floor's world z is 0 up to BLAS rounding
+        # (+-1e-16, which differs between CPUs' kernels), and flooring that
+        # noise flipped the parity of the whole floor on some machines.
+        scaled = np.round(p / size, 9)
+        cell = np.floor(scaled).astype(np.int64).sum(axis=1) % 2
         return np.where(cell[:, None] == 0, c1, c2)
     return fn
 
