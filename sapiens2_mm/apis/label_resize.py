@@ -39,23 +39,65 @@ def _source_index(out_size: int, in_size: int, align_corners: bool,
 
     PyTorch's ``upsample_bilinear2d`` rule, in its float32 arithmetic:
     ``src = (dst + 0.5) * scale - 0.5`` clamped at 0 with ``scale = in / out``
-    (``align_corners=False``; its CPU kernel fuses the multiply-add, so the
-    product is rounded once, with the subtraction), ``src = dst * (in - 1) /
-    (out - 1)`` otherwise. Equal weights give equal interpolated values.
+    (``align_corners=False``), ``src = dst * (in - 1) / (out - 1)`` otherwise.
+    Whether the kernel fuses the multiply-add of the first rule depends on the
+    kernel PyTorch dispatches to (its AVX2/AVX-512 CPU builds fuse, its
+    baseline build does not), so both roundings are computed and the one that
+    PyTorch's own kernel reproduces on ``device`` is kept
+    (:func:`_pytorch_weights`). Equal weights give equal interpolated values.
+
+    Returns:
+        (low, high, weight of high), each (out_size,).
     """
     dst = torch.arange(out_size, dtype=torch.float64, device=device)
     if align_corners:
         scale = (torch.tensor(float(in_size - 1)) / (out_size - 1)
                  if out_size > 1 else torch.tensor(0.0))
-        src = dst.float() * scale.to(device)
-    else:
-        scale = torch.tensor(float(in_size)) / out_size  # float32 division
-        # float64 holds the float32 product exactly: one rounding, as FMA
-        src = ((dst + 0.5) * scale.double().to(device) - 0.5).float()
-        src = src.clamp(min=0)
+        return _split(dst.float() * scale.to(device), in_size)
+    scale = torch.tensor(float(in_size)) / out_size  # float32 division
+    # float64 holds the float32 product exactly: one rounding, as FMA
+    fused = ((dst + 0.5) * scale.double().to(device) - 0.5).float()
+    candidates = [_split(fused.clamp(min=0), in_size)]
+    separate = (dst.float() + 0.5) * scale.to(device) - 0.5  # two roundings
+    if not torch.equal(separate, fused):
+        candidates.append(_split(separate.clamp(min=0), in_size))
+        observed = _pytorch_weights(out_size, in_size, device)
+        for low, high, weight in candidates:
+            moving = high != low  # clamped positions read one pixel
+            if torch.equal(_probe_values(low, weight)[:, moving],
+                           observed[:, moving]):
+                return low, high, weight
+    return candidates[0]  # an unknown kernel: the fused rule, within 1 ulp
+
+
+def _split(src: torch.Tensor, in_size: int
+           ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(low, high, weight of high) of float32 source positions (K,)."""
     low = src.floor().long().clamp(max=in_size - 1)
     high = (low + 1).clamp(max=in_size - 1)
     return low, high, (src - low.float()).clamp(0, 1)
+
+
+def _pytorch_weights(out_size: int, in_size: int, device: torch.device
+                     ) -> torch.Tensor:
+    """PyTorch's interpolation of an alternating 0/1 row to ``out_size``.
+
+    Between a 0 and a 1 the kernel's value is its weight of the 1, exactly
+    (the other product is 0), so this is the weight of the upper neighbour
+    where it is odd and one minus it where it is even: (2, out_size).
+    """
+    row = torch.arange(in_size, device=device) % 2
+    probe = torch.stack([row, 1 - row]).float()[:, None, None]
+    return F.interpolate(probe, size=(1, out_size), mode='bilinear',
+                         align_corners=False)[:, 0, 0]
+
+
+def _probe_values(low: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """What :func:`_pytorch_weights` returns if these are the weights."""
+    upper_odd = (low % 2 == 0)
+    first = torch.where(upper_odd, weight, 1 - weight)
+    second = torch.where(upper_odd, 1 - weight, weight)
+    return torch.stack([first, second])
 
 
 def label_dtype(num_classes: int) -> np.dtype:

@@ -1,4 +1,8 @@
 """Uniform-cell look-up of upsampled labels against PyTorch's own kernels."""
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -10,6 +14,7 @@ from sapiens2_mm.apis.uniform_cells import (
     source_labels,
     uniform_cells,
 )
+from tests.conftest import REPO_DIR
 
 
 def test_first_argmax_top2_matches_argmax_and_topk_with_ties():
@@ -70,6 +75,19 @@ def test_source_weights_are_pytorchs(out_size, in_size, align):
     moving = high != low
     assert moving.any()
     assert torch.equal(recovered[moving], weight[moving])
+
+
+def test_source_weights_follow_a_kernel_that_does_not_fuse():
+    """PyTorch's baseline CPU kernel (no FMA) rounds the source position
+    twice; the weights follow it there too (a fresh process, since the
+    kernel choice is read once at start-up)."""
+    code = ('import runpy; runpy.run_path(%r, run_name="x")'
+            '["test_source_weights_are_pytorchs"](4032, 768, False)'
+            % __file__)
+    env = dict(os.environ, ATEN_CPU_CAPABILITY='default')
+    done = subprocess.run([sys.executable, '-c', code], env=env,
+                          capture_output=True, text=True, cwd=REPO_DIR)
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 @pytest.mark.parametrize('size,align', [((301, 217), False), ((20, 13), False),
