@@ -47,9 +47,11 @@ def _worker(rank, world, init_file, out_dir):
 @pytest.mark.slow
 def test_two_process_gloo_equals_single_process(tmp_path):
     # Forked, not spawned: a forked child leaves through os._exit, so it never
-    # runs the interpreter and C++ static teardown in which a spawned child
-    # once aborted ("terminate called without an active exception") after
-    # its work was done. The distributed metric tests fork too.
+    # runs interpreter finalization, in which a spawned child once aborted
+    # ("terminate called without an active exception") after its work was
+    # done: a background torch thread that takes the GIL while Python is
+    # finalizing is ended by CPython, and the unwind hits std::terminate
+    # (open upstream: pytorch/pytorch#190489). The metric tests fork too.
     mp.start_processes(_worker,
                        args=(2, str(tmp_path / 'init'), str(tmp_path)),
                        nprocs=2, join=True, start_method='fork')
