@@ -78,6 +78,18 @@ def _split(src: torch.Tensor, in_size: int
     return low, high, (src - low.float()).clamp(0, 1)
 
 
+def _grid_indices(out_hw: Tuple[int, int], in_hw: Tuple[int, int],
+                  align_corners: bool, device: torch.device) -> tuple:
+    """:func:`_source_index` of the output rows and of its columns."""
+    return tuple(_source_index(out_size, in_size, align_corners, device)
+                 for out_size, in_size in zip(out_hw, in_hw))
+
+
+def _band_rows(num_classes: int, out_w: int, tile_bytes: int) -> int:
+    """Output rows per band: ``tile_bytes`` of float32 resized scores."""
+    return max(1, tile_bytes // max(1, 4 * num_classes * out_w))
+
+
 def _pytorch_weights(out_size: int, in_size: int, device: torch.device
                      ) -> torch.Tensor:
     """PyTorch's interpolation of an alternating 0/1 row to ``out_size``.
@@ -130,12 +142,15 @@ def resize_argmax(logits: torch.Tensor, size: Tuple[int, int],
     num_classes, in_h, in_w = logits.shape
     out_h, out_w = (int(v) for v in size)
     scores = logits.float()
-    rows = _source_index(out_h, in_h, align_corners, scores.device)
-    cols = _source_index(out_w, in_w, align_corners, scores.device)
+    # Source indices only for the paths that gather with them (the one-band
+    # path below is PyTorch's own kernel).
+    rows = cols = None
     binary_ok = num_classes > 1 or (threshold is not None
                                     and 0 < threshold < 1)
     if (sparse_max > 0 and binary_ok
             and _probed_mixed_fraction(scores, threshold) <= 2 * sparse_max):
+        rows, cols = _grid_indices((out_h, out_w), (in_h, in_w),
+                                   align_corners, scores.device)
         labels, decided = source_labels(scores, threshold)
         uniform = uniform_cells(labels, decided)
         if _mixed_fraction(uniform, rows[0], cols[0]) <= sparse_max:
@@ -149,6 +164,9 @@ def resize_argmax(logits: torch.Tensor, size: Tuple[int, int],
             size=(out_h, out_w), mode='bilinear',
             align_corners=align_corners)[0].permute(1, 2, 0)
         return _labels(resized, threshold, num_classes)
+    if rows is None:
+        rows, cols = _grid_indices((out_h, out_w), (in_h, in_w),
+                                   align_corners, scores.device)
     return _dense_banded(scores, rows, cols, threshold, tile_bytes)
 
 
@@ -186,7 +204,7 @@ def _boundary_only(scores: torch.Tensor, labels: torch.Tensor,
     cols_low, cols_high, cols_w = cols
     out_h, out_w = len(rows_low), len(cols_low)
     out = np.empty((out_h, out_w), label_dtype(max(num_classes, 2)))
-    band_rows = max(1, tile_bytes // max(1, 4 * num_classes * out_w))
+    band_rows = _band_rows(num_classes, out_w, tile_bytes)
     for start in range(0, out_h, band_rows):
         band = slice(start, min(out_h, start + band_rows))
         low = rows_low[band]
@@ -217,7 +235,7 @@ def _dense_banded(scores: torch.Tensor, rows: tuple, cols: tuple,
     cols_low, cols_high, cols_w = cols
     out_h, out_w = len(rows_low), len(cols_low)
     out = np.empty((out_h, out_w), label_dtype(max(num_classes, 2)))
-    band_rows = max(1, tile_bytes // max(1, 4 * num_classes * out_w))
+    band_rows = _band_rows(num_classes, out_w, tile_bytes)
     wx = cols_w.view(1, -1, 1)
     for start in range(0, out_h, band_rows):
         stop = min(out_h, start + band_rows)
