@@ -141,7 +141,7 @@ class PipelinedRunner:
     def _model(self, inq: queue.Queue, out: queue.Queue, stop) -> None:
         try:
             batcher = StreamBatcher(self.batch_size, self._forward,
-                                     self._fail)
+                                    self._fail)
             while True:
                 entry = self._get(inq, stop)
                 if entry is _END or isinstance(entry, _Failed):
