@@ -1,0 +1,83 @@
+"""tools/infer.py never stands one input's outputs in for another's (issue 18,
+items 3, 4, 6): temporary names, video frames next to photos of the same
+name, and re-runs whose input of a name is another file."""
+import json
+import os
+import os.path as osp
+import sys
+
+import cv2
+import numpy as np
+import pytest
+import torch
+
+from tests.conftest import DATA_DIR, REPO_DIR
+from tests.test_apis.tiny_configs import tiny_config
+
+sys.path.insert(0, osp.join(REPO_DIR, 'tools'))
+import infer  # noqa: E402
+
+COCO = osp.join(DATA_DIR, 'coco_sample')
+PHOTOS = ('000000040083.jpg', '000000197388.jpg', '000000000785.jpg')
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _photo(path, index=0, size=(64, 48)):
+    img = cv2.resize(cv2.imread(osp.join(COCO, PHOTOS[index])), size)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    assert cv2.imwrite(str(path), img)
+    return cv2.imread(str(path))  # as decoded (JPEG is lossy)
+
+
+def _video(path, num_frames=3, size=(64, 48)):
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*'mp4v'), 4.0,
+                             size)
+    for i in range(num_frames):
+        writer.write(np.full((size[1], size[0], 3), 40 + 60 * i, np.uint8))
+    writer.release()
+
+
+def _seg(inputs, out, *extra):
+    return infer.main(['seg', tiny_config('seg'), '--input',
+                       *[str(i) for i in inputs], '--output', str(out),
+                       '--batch-size', '2', '--serial', *extra])
+
+
+def _records(out):
+    with open(out / 'inference_index.jsonl') as f:
+        return [json.loads(line) for line in f][1:]
+
+
+def test_temporary_name_is_never_a_photo_name(tmp_path, capsys):
+    """``a.png``'s drawing was written as ``a.partial.png`` and renamed: the
+    drawing of the photo ``a.partial.png`` was moved onto ``a.png``."""
+    folder = tmp_path / 'in'
+    images = {'a.partial.png': _photo(folder / 'a.partial.png', 0),
+              'a.png': _photo(folder / 'a.png', 1)}
+    out = tmp_path / 'out'
+    assert _seg([folder], out) == 0
+    assert '2 frame(s) processed' in capsys.readouterr().out
+    for name, image in images.items():
+        drawing = cv2.imread(str(out / name))
+        assert drawing is not None, name
+        # [image | overlay]: the left half is that photo (PNG: lossless)
+        np.testing.assert_array_equal(drawing[:, :64], image, err_msg=name)
+    assert not [n for n in os.listdir(out) if n.startswith('.')]  # no temporaries
+
+
+def test_temporary_path_is_new_hidden_and_keeps_the_extension(tmp_path):
+    from sapiens2_mm.utils.output_paths import temporary_path
+    (tmp_path / 'a.partial.png').write_bytes(b'photo')
+    tmp = temporary_path(str(tmp_path / 'a.png'))
+    name = osp.basename(tmp)
+    assert name.startswith('.a.png.') and name.endswith('.partial.png')
+    assert osp.getsize(tmp) == 0
+    assert (tmp_path / 'a.partial.png').read_bytes() == b'photo'
+    assert temporary_path(str(tmp_path / 'a.png')) != tmp
