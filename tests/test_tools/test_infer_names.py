@@ -81,3 +81,45 @@ def test_temporary_path_is_new_hidden_and_keeps_the_extension(tmp_path):
     assert osp.getsize(tmp) == 0
     assert (tmp_path / 'a.partial.png').read_bytes() == b'photo'
     assert temporary_path(str(tmp_path / 'a.png')) != tmp
+
+
+def test_video_frames_and_a_photo_of_a_frame_name_keep_apart(tmp_path,
+                                                              capsys):
+    """``clip.mp4`` (3 frames, 48x64) and the photo ``clip_000000.jpg``
+    (64x48): the photo's outputs replaced frame 0's and the index kept one
+    of them ("4 frames processed", 3 label maps)."""
+    folder = tmp_path / 'in'
+    photo = _photo(folder / 'clip_000000.jpg', size=(64, 48))
+    _video(folder / 'clip.mp4', 3, size=(48, 64))
+    out = tmp_path / 'out'
+    assert _seg([folder], out) == 0
+    assert '4 frame(s) processed' in capsys.readouterr().out
+    records = _records(out)
+    names = [r['name'] for r in records if 'name' in r]
+    assert sorted(names) == ['clip_000000.jpg', 'clip_mp4_000000.jpg',
+                             'clip_mp4_000001.jpg', 'clip_mp4_000002.jpg']
+    maps = sorted(n for n in os.listdir(out) if n.endswith('_seg.npy'))
+    assert maps == ['clip_000000_seg.npy', 'clip_mp4_000000_seg.npy',
+                    'clip_mp4_000001_seg.npy', 'clip_mp4_000002_seg.npy']
+    assert np.load(out / 'clip_000000_seg.npy').shape == (48, 64)  # photo
+    assert np.load(out / 'clip_mp4_000000_seg.npy').shape == (64, 48)
+    drawing = cv2.imread(str(out / 'clip_000000.jpg'))
+    assert np.abs(drawing[:, :64].astype(int) - photo).mean() < 3
+    cap = cv2.VideoCapture(str(out / 'clip.mp4'))
+    assert int(cap.get(cv2.CAP_PROP_FRAME_COUNT)) == 3
+    cap.release()
+    # the same command again: both inputs were finished
+    assert _seg([folder], out) == 0
+    log = capsys.readouterr().out
+    assert '0 frame(s) processed' in log
+    assert '2 input(s) finished by an earlier run were skipped' in log
+
+
+def test_stems_stay_unique_after_the_extension_rule():
+    from sapiens2_mm.apis.inputs import _frame_bases, _unique_stems
+    names = ['a.jpg', 'a.png', 'a_jpg.png', 'b.png']
+    assert _unique_stems(names) == ['a_jpg', 'a_png', 'a_jpg_2', 'b']
+    names = ['v.mp4', 'v_000007.png', 'v_mp4_000000.jpg', 'w.mp4']
+    stems = _unique_stems(names)
+    assert _frame_bases(names, stems, [True, False, False, True]) == [
+        'v_mp4_2', '', '', 'w']
