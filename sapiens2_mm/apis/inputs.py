@@ -25,6 +25,7 @@ from functools import partial
 from typing import (
     Callable,
     Collection,
+    Dict,
     Iterable,
     Iterator,
     List,
@@ -288,6 +289,18 @@ class FrameReader:
         self.frame_bases = _frame_bases(
             names, self.stems,
             [isinstance(i, str) and is_video(i) for i in self.items])
+
+    def sources(self) -> Tuple[Dict[str, str], Dict[str, Tuple[str, str]]]:
+        """``(photo name -> file, video name -> (file, frame-name base))``
+        for :meth:`InferenceIndex.check_sources`."""
+        photos, videos = {}, {}
+        for item, name, base in zip(self.items, self.names, self.frame_bases):
+            if isinstance(item, str):
+                if is_video(item):
+                    videos[name] = (item, base)
+                else:
+                    photos[name] = item
+        return photos, videos
 
     def input_paths(self) -> List[str]:
         """Absolute paths of the input files (not arrays)."""

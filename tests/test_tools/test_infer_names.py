@@ -123,3 +123,43 @@ def test_stems_stay_unique_after_the_extension_rule():
     stems = _unique_stems(names)
     assert _frame_bases(names, stems, [True, False, False, True]) == [
         'v_mp4_2', '', '', 'w']
+
+
+def test_rerun_with_another_photo_of_a_done_name_is_refused(tmp_path,
+                                                            capsys):
+    """``--input B/`` after ``--input A/``, B holding another ``x.jpg``: the
+    run said "0 frames processed, 1 input finished by an earlier run was
+    skipped" and A's label map stood for B's photo."""
+    first, second = tmp_path / 'A', tmp_path / 'B'
+    _photo(first / 'x.jpg', 0)
+    _photo(second / 'x.jpg', 1)
+    out = tmp_path / 'out'
+    assert _seg([first], out) == 0
+    kept = {n: (out / n).read_bytes() for n in os.listdir(out)}
+    with pytest.raises(FileExistsError, match="results of other files") as e:
+        _seg([second], out)
+    assert "'x.jpg'" in str(e.value) and str(second / 'x.jpg') in str(e.value)
+    assert {n: (out / n).read_bytes() for n in os.listdir(out)} == kept
+    # the same file again: skipped
+    capsys.readouterr()
+    assert _seg([first], out) == 0
+    assert '1 input(s) finished by an earlier run were skipped' in \
+        capsys.readouterr().out
+
+
+def test_rerun_after_the_photo_or_video_changed_is_refused(tmp_path):
+    folder = tmp_path / 'in'
+    _photo(folder / 'x.jpg', 0)
+    _video(folder / 'clip.mp4', 2)
+    out = tmp_path / 'out'
+    assert _seg([folder], out) == 0
+    _video(folder / 'clip.mp4', 3)  # another video under the same path
+    with pytest.raises(FileExistsError, match="'clip.mp4'.*changed since"):
+        _seg([folder], out)
+    # a video cut short by an interrupted run: its frames are checked too
+    index = out / 'inference_index.jsonl'
+    lines = index.read_text().splitlines()
+    index.write_text('\n'.join(
+        line for line in lines if 'video_done' not in line) + '\n')
+    with pytest.raises(FileExistsError, match="'clip_000000.jpg'"):
+        _seg([folder], out)
