@@ -14,7 +14,9 @@ class OutputPathError(ValueError):
     """An output path that cannot or must not be written."""
 
 
-def _same_file(a: str, b: str) -> bool:
+def same_file(a: str, b: str) -> bool:
+    """``a`` and ``b`` are one file (also through links), or resolve to one
+    path when either does not exist yet."""
     if osp.exists(a) and osp.exists(b):
         return osp.samefile(a, b)
     return osp.realpath(a) == osp.realpath(b)
@@ -55,7 +57,7 @@ def check_output_file(path: str, inputs: Iterable[str] = (),
         OutputPathError: with what to do instead.
     """
     for source in inputs:
-        if _same_file(path, source):
+        if same_file(path, source):
             raise OutputPathError(
                 f'The {what} {path!r} is the input file {source!r}; writing it '
                 'would destroy the input. Give another output path.')
