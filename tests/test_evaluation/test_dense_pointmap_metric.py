@@ -244,3 +244,22 @@ def test_pixeldata_objects_accepted():
     sample = _case(gt, gt, as_dict=False)
     assert isinstance(sample.gt_pointmap, PixelData)
     assert _run([sample])['l2_mean'] == pytest.approx(0.0, abs=1e-5)
+
+
+def test_nonfinite_predicted_points_are_counted_and_never_good(monkeypatch):
+    """A perfect pointmap but for 3 NaN pixels: the distance means are NaN
+    (not 0), the thresholds count only the finite pixels, 3 are reported."""
+    from sapiens2_mm.evaluation.metrics.dense import base_dense_metric
+    messages = []
+    monkeypatch.setattr(base_dense_metric, 'print_log',
+                        lambda msg, **kw: messages.append(msg))
+    gt = camera_pointmap(8, 6)
+    pred = gt.clone()
+    pred[:, 0, :3] = float('nan')
+    res = _run([_case(gt, pred)], alignments=())
+    assert res['extra/nonfinite_pred_pixels'] == 3
+    assert math.isnan(res['l2_mean']) and math.isnan(res['rmse'])
+    assert res['within_05_cm'] == pytest.approx(45 / 48)
+    assert 'non-finite prediction' in ' '.join(messages)
+    assert 'extra/nonfinite_pred_pixels' not in _run([_case(gt, gt)],
+                                                     alignments=())

@@ -10,7 +10,7 @@ from mmengine.logging import print_log
 from sapiens2_mm.registry import METRICS
 
 from .alignment import ALIGNMENTS, align
-from .base_dense_metric import BaseDenseMetric, EmptyMaskError
+from .base_dense_metric import BaseDenseMetric, EmptyMaskError, nonfinite_pixels
 from .geometry import angles_deg, sobel_normals
 from .geometry_errors import depth_errors, point_errors
 from .normal_metric import threshold_key
@@ -87,6 +87,10 @@ class PointmapMetric(BaseDenseMetric):
     pointmaps), ``pred_focal_length``, ``cam_K``. Metric GT points are
     ``gt_pointmap / canonical_scale``. Pixels of the mask with non-finite GT
     are left out (logged); the extras also leave out GT depth <= 0.
+    Non-finite predicted points (NaN / inf) are scored as they are: they
+    make the distance means NaN or inf and count in no ``within_*``
+    threshold (never a good score), and their pixels are counted in
+    ``extra/nonfinite_pred_pixels`` with a warning.
 
     Args:
         distance_thresholds: official distance thresholds (canonical units).
@@ -153,6 +157,7 @@ class PointmapMetric(BaseDenseMetric):
             canonical_pred = pred
         record = self._official_sums(canonical_pred, gt, valid)
         record['invalid_gt'] = int((mask & ~finite).sum())
+        record['nonfinite_pred'] = nonfinite_pixels(pred, valid)
         if self.alignments:
             record['extras'] = self._extras(sample, pred, gt, valid)
         record.update(self._camera_errors(sample, size))
