@@ -97,6 +97,30 @@ def test_get_flops_bare_backbone_and_task_config(capsys):
     assert task['linear_macs'] > b_linear  # the FCN head adds convs
 
 
+def _shipped_configs():
+    from tests.tiny_variants import SHIPPED
+    return [osp.relpath(p, REPO_DIR) for p in SHIPPED]
+
+
+@pytest.mark.parametrize('config', _shipped_configs())
+def test_get_flops_runs_on_every_shipped_config(config, capsys):
+    """Issue 18: every pose config failed (mmpose's forward needs
+    data_samples). Each shipped config is counted on the meta device (about
+    1 s, 2 s for 5B) and checked against the backbone's analytic MACs: the
+    heads hold no attention, so the attention MACs are exactly the
+    backbone's, and the head (or decoder) only adds linear / conv MACs."""
+    result = get_flops.main([osp.join(REPO_DIR, config)])
+    assert osp.basename(config) in capsys.readouterr().out
+    backbone = Config.fromfile(osp.join(REPO_DIR, config)).model.backbone
+    h, w = result['shape']
+    linear, attention = _analytic_macs(backbone.arch, h, w,
+                                       backbone.get('patch_size', 16))
+    assert result['attention_macs'] == attention
+    assert result['linear_macs'] >= linear
+    assert result['flops'] == 2 * (result['linear_macs'] +
+                                   result['attention_macs'])
+
+
 def test_print_config_resolves_bases_and_checks_options(tmp_path, capsys):
     out = str(tmp_path / 'resolved.py')
     cfg = print_config.main([
