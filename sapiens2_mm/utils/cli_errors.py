@@ -7,7 +7,7 @@ a traceback. Programming errors (``TypeError``, ``KeyError`` ...) still
 raise with their traceback.
 """
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Iterator, Tuple
 
 from .checkpoint import CheckpointMismatchError
 
@@ -17,10 +17,11 @@ USER_ERRORS = (OSError, ValueError, CheckpointMismatchError)
 
 
 @contextmanager
-def user_errors_as_exit() -> Iterator[None]:
-    """Turn :data:`USER_ERRORS` raised in the block into
-    ``SystemExit('error: <message>')`` (exit status 1, message on stderr)."""
+def user_errors_as_exit(extra: Tuple[type, ...] = ()) -> Iterator[None]:
+    """Turn :data:`USER_ERRORS` (and ``extra`` exception types) raised in
+    the block into ``SystemExit('error: <message>')`` (exit status 1,
+    message on stderr)."""
     try:
         yield
-    except USER_ERRORS as err:
+    except USER_ERRORS + tuple(extra) as err:
         raise SystemExit(f'error: {err}') from None
