@@ -16,7 +16,6 @@ What is guaranteed (docs/inference.md, "What is guaranteed"):
   are processed, counted and listed as warnings.
 """
 import argparse
-import os
 import os.path as osp
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ from .inputs import FrameReader
 from .ordered_pool import default_workers
 from .pipelined_runner import PipelinedRunner
 from .render_stage import render_frames
-from .run_index import INDEX_NAME, InferenceIndex
+from .run_index import INDEX_NAME, InferenceIndex, file_identity
 from .tasks import get_task
 from .writers import FrameSink, OutputLayout
 
@@ -63,14 +62,6 @@ def _progress(total: int):
         return ProgressBar(total)
 
 
-def _file_identity(path: Optional[str]) -> Optional[list]:
-    """[size, modification time in ns] of a file, ``None`` if absent."""
-    if not path or not osp.isfile(path):
-        return None
-    stat = os.stat(path)
-    return [stat.st_size, stat.st_mtime_ns]
-
-
 def run_inference(args: argparse.Namespace,
                   echo: Callable[[str], None] = print) -> RunSummary:
     """Run ``args.task`` over ``args.input`` into ``args.output``.
@@ -103,10 +94,11 @@ def run_inference(args: argparse.Namespace,
         task=spec.name, config=osp.abspath(args.config),
         checkpoint=osp.abspath(args.checkpoint) if args.checkpoint else None,
         # a retrained file at the same path is another model
-        checkpoint_file=_file_identity(args.checkpoint),
+        checkpoint_file=file_identity(args.checkpoint),
         flip_test=bool(args.flip_test))
     index = InferenceIndex(layout.out_dir, header)
     try:
+        index.check_sources(*reader.sources())
         reader.done = set(index.done)
         reader.done_videos = set(index.done_videos)
         model = init_model(args.config, args.checkpoint, args.device,
@@ -127,13 +119,14 @@ def run_inference(args: argparse.Namespace,
     meta = model.dataset_meta
     bar = _progress(reader.num_frames())
     current_video: Optional[str] = None
+    current_source = ''
 
     def fail(name: str, reason: str) -> None:
         summary.failed.append((name, reason))
 
-    def finish_video(name: str) -> None:
+    def finish_video(name: str, source: str) -> None:
         sink.finish_video(name)
-        index.add_video_done(name)
+        index.add_video_done(name, source)
 
     try:
         # Overlapped by default (decoding, crops, heatmap decoding, drawing
@@ -153,8 +146,9 @@ def run_inference(args: argparse.Namespace,
                 bar.update()
                 if frame.video_name != current_video:
                     if current_video is not None:
-                        finish_video(current_video)
+                        finish_video(current_video, current_source)
                     current_video = frame.video_name
+                    current_source = frame.video
                 if item.error is not None:
                     fail(frame.name, item.error)
                     continue
@@ -167,13 +161,14 @@ def run_inference(args: argparse.Namespace,
                 except Exception as err:  # noqa: BLE001 - skip, count, list
                     fail(frame.name, f'{type(err).__name__}: {err}')
                     continue
-                record.update(name=frame.name, source=frame.source)
+                record.update(name=frame.name, source=frame.source,
+                              source_file=file_identity(frame.source))
                 if frame.warning:
                     record['warning'] = frame.warning
                 index.add(record)
                 summary.processed += 1
         if current_video is not None:
-            finish_video(current_video)
+            finish_video(current_video, current_source)
     except KeyboardInterrupt:
         summary.interrupted = True
     finally:
