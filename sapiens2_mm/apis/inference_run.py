@@ -16,6 +16,7 @@ What is guaranteed (docs/inference.md, "What is guaranteed"):
   are processed, counted and listed as warnings.
 """
 import argparse
+import json
 import os.path as osp
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -29,6 +30,11 @@ from .render_stage import render_frames
 from .run_index import INDEX_NAME, InferenceIndex, file_identity
 from .tasks import get_task
 from .writers import FrameSink, OutputLayout
+
+RANDOM_WEIGHTS_WARNING = (
+    'WARNING: no CHECKPOINT was given, so the model has RANDOM weights and '
+    'every output is meaningless (smoke tests only). Pass an official '
+    '.safetensors or a .pth after the config.')
 
 
 @dataclass
@@ -96,12 +102,21 @@ def run_inference(args: argparse.Namespace,
         # a retrained file at the same path is another model
         checkpoint_file=file_identity(args.checkpoint),
         flip_test=bool(args.flip_test))
+    cfg_options = getattr(args, 'cfg_options', None)
+    if cfg_options:  # only when given: indexes of earlier runs stay valid
+        # as JSON reads it back (tuples become lists) for the re-run check
+        header['cfg_options'] = json.loads(json.dumps(
+            {k: cfg_options[k] for k in sorted(cfg_options)}))
+    if not args.checkpoint:
+        header['weights'] = 'random'
+        echo(RANDOM_WEIGHTS_WARNING)
     index = InferenceIndex(layout.out_dir, header)
     try:
         index.check_sources(*reader.sources())
         reader.done = set(index.done)
         reader.done_videos = set(index.done_videos)
         model = init_model(args.config, args.checkpoint, args.device,
+                           cfg_options=cfg_options,
                            compile=getattr(args, 'compile', False),
                            dtype=getattr(args, 'dtype', 'fp32'))
         if model.task != spec.name:
@@ -188,6 +203,8 @@ def run_inference(args: argparse.Namespace,
 def _echo_summary(summary: RunSummary, args, index_path: str, sink: FrameSink,
                   echo: Callable[[str], None]) -> None:
     echo('')
+    if not args.checkpoint:
+        echo(RANDOM_WEIGHTS_WARNING)
     if summary.interrupted:
         echo(f'Interrupted. {summary.processed} frame(s) finished and kept; '
              'run the same command again to continue (finished inputs are '
