@@ -117,6 +117,10 @@ COVERAGE = {
         ('reason', SLURM),
     'tools/dist_train.sh configs/pose/'
     'sapiens2-5b_8xb2-20k_sapiens308-1024x768_fsdp.py 8': ('test', FSDP),
+    'python tools/analysis_tools/benchmark_fsdp.py --embed-dims 384 '
+    '--num-layers 8 --iters 3 --out fsdp_bench.json': (
+        'test', 'tests/test_tools/test_benchmark_fsdp.py::'
+        'test_tiny_benchmark_variants_agree_and_shard'),
     'python tools/infer.py pose configs/pose/'
     'sapiens2-1b_8xb7-20k_sapiens308-1024x768.py '
     'checkpoints/pose/sapiens2_1b_pose.safetensors --input photos/ '
