@@ -49,6 +49,9 @@ SLURM = 'needs a Slurm cluster (srun)'
 DIST = 'tests/test_tools/test_distributed.py::' \
        'test_two_process_gloo_train_and_eval_match_single_process'
 EXPORT = 'tests/test_tools/test_deployment.py::test_cli_exports_and_verifies'
+# tools/dist_train.sh with the FSDP snippet on a tiny config, 2 CPU ranks
+FSDP = 'tests/test_engine/test_fsdp_strategy.py::' \
+    'test_fsdp_equals_ddp_with_weight_decay_and_layer_groups'
 
 DENSE_TRAIN = 'tests/test_tools/test_dense_tiny_training.py::' \
     'test_tiny_dense_config_learns_and_tests'
@@ -113,10 +116,11 @@ COVERAGE = {
     'GPUS=8 tools/slurm_test.sh PARTITION JOB CONFIG CHECKPOINT [options]':
         ('reason', SLURM),
     'tools/dist_train.sh configs/pose/'
-    'sapiens2-5b_8xb2-20k_sapiens308-1024x768_fsdp.py 8': ('reason', (
-        'FSDP needs CUDA GPUs; the leaf config is the one the page tells the '
-        'user to write (its snippet is built in ' 'tests/test_tools/'
-        'test_distributed.py::test_fsdp_snippet_builds_strategy_and_policies)')),
+    'sapiens2-5b_8xb2-20k_sapiens308-1024x768_fsdp.py 8': ('test', FSDP),
+    'python tools/analysis_tools/benchmark_fsdp.py --embed-dims 384 '
+    '--num-layers 8 --iters 3 --out fsdp_bench.json': (
+        'test', 'tests/test_tools/test_benchmark_fsdp.py::'
+        'test_tiny_benchmark_variants_agree_and_shard'),
     'python tools/infer.py pose configs/pose/'
     'sapiens2-1b_8xb7-20k_sapiens308-1024x768.py '
     'checkpoints/pose/sapiens2_1b_pose.safetensors --input photos/ '
@@ -197,7 +201,10 @@ COVERAGE = {
             'test_train_tiny_pretrain and every pretrain config is built in '
             'tests/test_configs.py')),
     'tools/dist_train.sh configs/pretrain/sapiens2-1b_pretrain-1024x768.py 8':
-        ('reason', 'the 1B pretrain config uses FSDP, which needs CUDA GPUs'),
+        ('reason', (
+            'official-size 1B pretraining (FSDP on 8 GPUs); its FSDP path runs '
+            'on the tiny pretrain config, 2 CPU ranks, in tests/test_engine/'
+            'test_fsdp_strategy.py::test_fsdp_pretraining_teacher_equals_ddp')),
     'GPUS=64 tools/slurm_train.sh PARTITION pretrain_1b '
     'configs/pretrain/sapiens2-1b_pretrain-1024x768.py work_dirs/pretrain_1b':
         ('reason', SLURM),

@@ -2,7 +2,8 @@
 
     python tools/infer.py TASK CONFIG [CHECKPOINT] --input IMG|DIR|VIDEO ... \
         --output DIR [--flip-test] [--device cpu] [--batch-size N] [--no-vis] \
-        [--compile] [--dtype fp32|bf16] [--serial] [task options]
+        [--compile] [--dtype fp32|bf16] [--serial]
+        [--cfg-options KEY=VALUE ...] [task options]
 
 TASK is any registered task (``python tools/infer.py -h`` lists them; each
 task's options: ``python tools/infer.py TASK -h``). Outputs (docs/inference.md):
@@ -10,13 +11,18 @@ visualisations under the input names (one .mp4 per input video) and the task's
 files (pose: ``<label>_predictions.json``; seg: ``<stem>_seg.npy``). Every
 finished frame is recorded in ``inference_index.jsonl`` at once: an
 interrupted run keeps its work and the same command continues it. Unreadable
-inputs and failing frames are skipped and listed at the end.
+inputs and failing frames are skipped and listed at the end. Without a
+CHECKPOINT the model keeps random weights: a warning says so at the start and
+in the summary, and the index header records ``"weights": "random"``.
 """
 import argparse
 import sys
 
+from mmengine.config import DictAction
+
 from sapiens2_mm.apis import get_task, task_names
 from sapiens2_mm.apis.inference_run import run_inference
+from sapiens2_mm.utils.cfg_options import UnknownConfigKeyError
 
 
 def _add_common_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,6 +56,12 @@ def _add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--serial', action='store_true',
                         help='one thread: no decoding / writing overlapped '
                         'with the network (debugging)')
+    parser.add_argument('--cfg-options', nargs='+', action=DictAction,
+                        metavar='KEY=VALUE',
+                        help='override config keys, e.g. '
+                        'model.decode_head.scale_guard=clamp (unknown keys '
+                        'are refused; recorded in the index, so a re-run '
+                        'with other overrides is refused)')
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -76,5 +88,5 @@ if __name__ == '__main__':
     try:
         sys.exit(main())
     except (FileNotFoundError, FileExistsError, PermissionError,
-            NotADirectoryError, ValueError) as err:
+            NotADirectoryError, ValueError, UnknownConfigKeyError) as err:
         sys.exit(f'error: {err}')

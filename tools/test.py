@@ -14,6 +14,7 @@ printed and written to ``<work dir>/test_metrics.json``.
 """
 import argparse
 import json
+import os
 import os.path as osp
 import sys
 from typing import List, Optional
@@ -26,10 +27,12 @@ from train import (  # noqa: E402
     build_runner,
     cleanup_distributed,
     ensure_writable_dir,
+    is_fsdp,
     load_config,
     parse_with_common_args,
     prepare_cpu_distributed,
     resolve_work_dir,
+    wait_for_all_ranks,
 )
 
 METRICS_FILE = 'test_metrics.json'
@@ -76,6 +79,14 @@ def set_checkpoint(cfg: Config, checkpoint: str) -> None:
             'tools/train.py or an official .safetensors file.')
     cfg.load_from = None
     cfg.resume = False
+    if is_fsdp(cfg):
+        # Sapiens2FSDPStrategy loads it (the same checks) into the plain
+        # model before wrapping; FlexibleRunner's test would call
+        # init_weights, which reads pretrain init_cfg files a tester does not
+        # need and the plain Runner never calls for testing
+        cfg.strategy.load_before_wrap = dict(checkpoint=checkpoint)
+        cfg.init_weights_for_test_or_val = False
+        return
     hooks = [
         h for h in (cfg.get('custom_hooks') or [])
         if 'CheckedCheckpointLoadHook' not in str(h.get('type'))
@@ -97,6 +108,49 @@ def add_dump(cfg: Config, out: str) -> None:
     cfg.test_evaluator = metrics
 
 
+def dataset_input_folders(dataset: dict) -> List[str]:
+    """The folders a dataset config reads: ``data_root``, every
+    ``data_prefix`` folder and the folder of ``ann_file``, also inside
+    wrappers (``dataset=`` / ``datasets=[...]``). Empty entries (the current
+    folder by default) are left out."""
+    folders: List[str] = []
+    if not isinstance(dataset, dict):
+        return folders
+    root = dataset.get('data_root') or ''
+    if root:
+        folders.append(root)
+    prefixes = dataset.get('data_prefix') or {}
+    entries = list(prefixes.values()) if isinstance(prefixes, dict) else []
+    ann_file = dataset.get('ann_file')
+    if isinstance(ann_file, str) and ann_file:
+        entries.append(osp.dirname(ann_file))
+    for entry in entries:
+        if isinstance(entry, str) and (entry or root):
+            folders.append(osp.join(root, entry) if root else entry)
+    inner = [dataset.get('dataset')] + list(dataset.get('datasets') or [])
+    for sub in inner:
+        folders += dataset_input_folders(sub)
+    return folders
+
+
+def check_show_folder(images_dir: str, inputs: List[str]) -> None:
+    """Refuse a drawing folder that is (inside) an input folder or already
+    holds files: a drawing never replaces a photo or an earlier drawing."""
+    from sapiens2_mm.utils.output_paths import OutputPathError, check_outside_folders
+    try:
+        check_outside_folders(images_dir, inputs, '--show-dir folder')
+    except OutputPathError as err:
+        raise ToolError(str(err)) from err
+    held = sorted(n for n in os.listdir(images_dir)
+                  if not n.startswith('.')) if osp.isdir(images_dir) else []
+    if held:
+        raise ToolError(
+            f'--show-dir: {images_dir!r} already holds {len(held)} file(s) '
+            f'({", ".join(held[:3])}{", ..." if len(held) > 3 else ""}); '
+            'drawings are never written over existing files. Pass a new or '
+            'empty folder.')
+
+
 def enable_show_dir(cfg: Config, show_dir: str) -> str:
     """Switch the task's visualisation hook on, writing under ``show_dir``.
 
@@ -105,15 +159,25 @@ def enable_show_dir(cfg: Config, show_dir: str) -> str:
     SegVisualizationHook (``show_dir/vis_data/vis_image/<image>``). A config
     without a visualisation hook gets the task's default one.
 
+    The drawings keep the image names, so a folder inside the test data (or
+    the image folder itself) or one holding files is refused before anything
+    is written (:func:`check_show_folder`).
+
     Returns:
         The folder the images are written to.
     """
     from sapiens2_mm.apis.tasks import find_task
+    inputs = dataset_input_folders(
+        (cfg.get('test_dataloader') or {}).get('dataset') or {})
+    check_show_folder(osp.abspath(show_dir), inputs)
     show_dir = osp.abspath(ensure_writable_dir(show_dir, '--show-dir'))
     try:
-        return find_task(cfg).enable_show_dir(cfg, show_dir)
+        images_dir = find_task(cfg).enable_show_dir(cfg, show_dir)
     except ValueError as err:
         raise ToolError(f'--show-dir: {err}') from err
+    if images_dir != show_dir:
+        check_show_folder(images_dir, inputs)
+    return images_dir
 
 
 def enable_tta(cfg: Config, config_path: str) -> None:
@@ -175,6 +239,7 @@ def main(argv: Optional[List[str]] = None) -> dict:
     try:
         runner = build_runner(cfg)
         metrics = runner.test()
+        wait_for_all_ranks()
         main_process = is_main_process()  # before the group is destroyed
     except Exception as err:
         from sapiens2_mm.utils.checkpoint import CheckpointMismatchError

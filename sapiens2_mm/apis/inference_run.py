@@ -16,7 +16,7 @@ What is guaranteed (docs/inference.md, "What is guaranteed"):
   are processed, counted and listed as warnings.
 """
 import argparse
-import os
+import json
 import os.path as osp
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -27,9 +27,14 @@ from .inputs import FrameReader
 from .ordered_pool import default_workers
 from .pipelined_runner import PipelinedRunner
 from .render_stage import render_frames
-from .run_index import INDEX_NAME, InferenceIndex
+from .run_index import INDEX_NAME, InferenceIndex, file_identity
 from .tasks import get_task
 from .writers import FrameSink, OutputLayout
+
+RANDOM_WEIGHTS_WARNING = (
+    'WARNING: no CHECKPOINT was given, so the model has RANDOM weights and '
+    'every output is meaningless (smoke tests only). Pass an official '
+    '.safetensors or a .pth after the config.')
 
 
 @dataclass
@@ -61,14 +66,6 @@ def _progress(total: int):
     except ImportError:  # tqdm is optional; mmengine's bar is always there
         from mmengine.utils import ProgressBar
         return ProgressBar(total)
-
-
-def _file_identity(path: Optional[str]) -> Optional[list]:
-    """[size, modification time in ns] of a file, ``None`` if absent."""
-    if not path or not osp.isfile(path):
-        return None
-    stat = os.stat(path)
-    return [stat.st_size, stat.st_mtime_ns]
 
 
 def run_inference(args: argparse.Namespace,
@@ -103,13 +100,23 @@ def run_inference(args: argparse.Namespace,
         task=spec.name, config=osp.abspath(args.config),
         checkpoint=osp.abspath(args.checkpoint) if args.checkpoint else None,
         # a retrained file at the same path is another model
-        checkpoint_file=_file_identity(args.checkpoint),
+        checkpoint_file=file_identity(args.checkpoint),
         flip_test=bool(args.flip_test))
+    cfg_options = getattr(args, 'cfg_options', None)
+    if cfg_options:  # only when given: indexes of earlier runs stay valid
+        # as JSON reads it back (tuples become lists) for the re-run check
+        header['cfg_options'] = json.loads(json.dumps(
+            {k: cfg_options[k] for k in sorted(cfg_options)}))
+    if not args.checkpoint:
+        header['weights'] = 'random'
+        echo(RANDOM_WEIGHTS_WARNING)
     index = InferenceIndex(layout.out_dir, header)
     try:
+        index.check_sources(*reader.sources())
         reader.done = set(index.done)
         reader.done_videos = set(index.done_videos)
         model = init_model(args.config, args.checkpoint, args.device,
+                           cfg_options=cfg_options,
                            compile=getattr(args, 'compile', False),
                            dtype=getattr(args, 'dtype', 'fp32'))
         if model.task != spec.name:
@@ -127,13 +134,14 @@ def run_inference(args: argparse.Namespace,
     meta = model.dataset_meta
     bar = _progress(reader.num_frames())
     current_video: Optional[str] = None
+    current_source = ''
 
     def fail(name: str, reason: str) -> None:
         summary.failed.append((name, reason))
 
-    def finish_video(name: str) -> None:
+    def finish_video(name: str, source: str) -> None:
         sink.finish_video(name)
-        index.add_video_done(name)
+        index.add_video_done(name, source)
 
     try:
         # Overlapped by default (decoding, crops, heatmap decoding, drawing
@@ -153,8 +161,9 @@ def run_inference(args: argparse.Namespace,
                 bar.update()
                 if frame.video_name != current_video:
                     if current_video is not None:
-                        finish_video(current_video)
+                        finish_video(current_video, current_source)
                     current_video = frame.video_name
+                    current_source = frame.video
                 if item.error is not None:
                     fail(frame.name, item.error)
                     continue
@@ -167,13 +176,14 @@ def run_inference(args: argparse.Namespace,
                 except Exception as err:  # noqa: BLE001 - skip, count, list
                     fail(frame.name, f'{type(err).__name__}: {err}')
                     continue
-                record.update(name=frame.name, source=frame.source)
+                record.update(name=frame.name, source=frame.source,
+                              source_file=file_identity(frame.source))
                 if frame.warning:
                     record['warning'] = frame.warning
                 index.add(record)
                 summary.processed += 1
         if current_video is not None:
-            finish_video(current_video)
+            finish_video(current_video, current_source)
     except KeyboardInterrupt:
         summary.interrupted = True
     finally:
@@ -193,6 +203,8 @@ def run_inference(args: argparse.Namespace,
 def _echo_summary(summary: RunSummary, args, index_path: str, sink: FrameSink,
                   echo: Callable[[str], None]) -> None:
     echo('')
+    if not args.checkpoint:
+        echo(RANDOM_WEIGHTS_WARNING)
     if summary.interrupted:
         echo(f'Interrupted. {summary.processed} frame(s) finished and kept; '
              'run the same command again to continue (finished inputs are '

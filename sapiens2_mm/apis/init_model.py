@@ -84,7 +84,9 @@ def init_model(config: ConfigType,
         checkpoint: official ``.safetensors`` / mmengine ``.pth``; ``None``
             keeps random weights (tests, smoke runs).
         device: e.g. ``'cpu'``, ``'cuda:0'``.
-        cfg_options: dotted overrides merged into the config.
+        cfg_options: dotted overrides merged into the config (checked:
+            unknown keys raise ``UnknownConfigKeyError``, see
+            :mod:`sapiens2_mm.utils.cfg_options`).
         compile: ``torch.compile`` the backbone / neck / head
             (:func:`~sapiens2_mm.apis.compile.compile_model`; eager with a
             warning where no compiler is available).
@@ -100,7 +102,8 @@ def init_model(config: ConfigType,
     """
     cfg = load_config(config)
     if cfg_options:
-        cfg.merge_from_dict(cfg_options)
+        from ..utils.cfg_options import apply_cfg_options
+        apply_cfg_options(cfg, cfg_options)
     register_all_modules()
     spec = find_task(cfg)
     task = spec.name

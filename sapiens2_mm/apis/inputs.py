@@ -10,15 +10,22 @@ predictions JSON: its path relative to the deepest folder that holds all
 inputs, with ``/`` separators. One folder ``photos/`` gives ``a.jpg``;
 ``cam1/ cam2/`` give ``cam1/0001.jpg`` and ``cam2/0001.jpg``. Video frames are
 ``<folder>/<video stem>_<index:06d>.jpg``, arrays ``array_<i:06d>.png``.
+
+Names and stems (the base of each frame's output files) are unique among
+all frames of a run: a photo ``clip_000000.jpg`` next to ``clip.mp4`` keeps
+its name and the video's frames become ``clip_mp4_000000.jpg`` ...; stems
+that still collide after the ``_<ext>`` rule get ``_2``, ``_3`` ...
 """
 import os
 import os.path as osp
+import re
 from collections import Counter
 from dataclasses import dataclass
 from functools import partial
 from typing import (
     Callable,
     Collection,
+    Dict,
     Iterable,
     Iterator,
     List,
@@ -145,13 +152,54 @@ def read_image(path: str) -> Tuple[Optional[np.ndarray], Optional[str]]:
 
 
 def _unique_stems(names: Sequence[str]) -> List[str]:
-    """``name`` without extension, or with ``_<ext>`` where stems collide."""
+    """``name`` without extension, or with ``_<ext>`` where stems collide;
+    a stem still taken after that (``a.jpg``, ``a.png`` and ``a_jpg.png``)
+    gets ``_2``, ``_3`` ... in input order."""
     stems = [osp.splitext(n)[0] for n in names]
     counts = Counter(stems)
-    return [
+    stems = [
         s if counts[s] == 1 else f'{s}_{osp.splitext(n)[1].lstrip(".")}'
         for s, n in zip(stems, names)
     ]
+    counts = Counter(stems)
+    taken, unique = set(), []
+    for stem in stems:
+        new, k = stem, 1
+        while new in taken or (k > 1 and counts[new]):
+            k += 1
+            new = f'{stem}_{k}'
+        taken.add(new)
+        unique.append(new)
+    return unique
+
+
+def _frame_bases(names: Sequence[str], stems: Sequence[str],
+                 videos: Sequence[bool]) -> List[str]:
+    """Per input, the base of its video frames' names
+    (``<base>_<index:06d>.jpg``): the video's stem unless a photo's name or
+    stem could be such a frame name, then ``<stem>_<ext>`` (``_2`` ...
+    appended while still ambiguous). ``''`` for photos and arrays."""
+    photo_roots = set()
+    for name, stem, video in zip(names, stems, videos):
+        if not video:
+            photo_roots.update((stem, osp.splitext(name)[0]))
+
+    def clashes(base: str) -> bool:
+        frame = re.compile(re.escape(base) + r'_\d{6,}')
+        return any(frame.fullmatch(root) for root in photo_roots)
+
+    bases = []
+    for name, stem, video in zip(names, stems, videos):
+        base = stem
+        if video and clashes(base):
+            base = f'{stem}_{osp.splitext(name)[1].lstrip(".").lower()}'
+            k = 1
+            while clashes(base):
+                k += 1
+                base = f'{stem}_{osp.splitext(name)[1].lstrip(".").lower()}' \
+                    f'_{k}'
+        bases.append(base if video else '')
+    return bases
 
 
 class FrameReader:
@@ -238,6 +286,21 @@ class FrameReader:
                     osp.relpath(item, self.base_dir).replace(os.sep, '/'))
         self.names = names
         self.stems = _unique_stems(names)
+        self.frame_bases = _frame_bases(
+            names, self.stems,
+            [isinstance(i, str) and is_video(i) for i in self.items])
+
+    def sources(self) -> Tuple[Dict[str, str], Dict[str, Tuple[str, str]]]:
+        """``(photo name -> file, video name -> (file, frame-name base))``
+        for :meth:`InferenceIndex.check_sources`."""
+        photos, videos = {}, {}
+        for item, name, base in zip(self.items, self.names, self.frame_bases):
+            if isinstance(item, str):
+                if is_video(item):
+                    videos[name] = (item, base)
+                else:
+                    photos[name] = item
+        return photos, videos
 
     def input_paths(self) -> List[str]:
         """Absolute paths of the input files (not arrays)."""
@@ -257,9 +320,10 @@ class FrameReader:
                 total += 1
         return total
 
-    def _video_jobs(self, path: str, name: str,
-                    stem: str) -> Iterator[FrameJob]:
-        """Frames decoded here, in order (a video decodes sequentially)."""
+    def _video_jobs(self, path: str, name: str, stem: str,
+                    base: str) -> Iterator[FrameJob]:
+        """Frames decoded here, in order (a video decodes sequentially);
+        ``base``: the start of the frame names (:func:`_frame_bases`)."""
         cap = cv2.VideoCapture(path)
         if not cap.isOpened():
             yield _ready(Loaded(skipped=(path, 'cannot open the video')))
@@ -271,7 +335,7 @@ class FrameReader:
                 ok, image = cap.read()
                 if not ok:
                     break
-                frame_name = f'{stem}_{index:06d}.jpg'
+                frame_name = f'{base}_{index:06d}.jpg'
                 yield _ready(Loaded(Frame(
                     frame_name, image, path, path, index, fps,
                     video_name=name, video_stem=stem)))
@@ -303,14 +367,15 @@ class FrameReader:
         self.skipped = list(self.empty_folders)
         self.warnings = []
         self.num_done = 0
-        for item, name, stem in zip(self.items, self.names, self.stems):
+        for item, name, stem, base in zip(self.items, self.names,
+                                          self.stems, self.frame_bases):
             if isinstance(item, np.ndarray):
-                yield _ready(Loaded(Frame(name, item)))
+                yield _ready(Loaded(Frame(name, item, stem=stem)))
             elif is_video(item):
                 if name in self.done_videos:
                     self.num_done += 1
                     continue
-                yield from self._video_jobs(item, name, stem)
+                yield from self._video_jobs(item, name, stem, base)
             elif name in self.done:
                 self.num_done += 1
             else:

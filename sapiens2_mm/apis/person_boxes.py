@@ -27,6 +27,7 @@ from typing import Dict, Optional
 import numpy as np
 import torch
 
+from ..utils.checkpoint import check_state_dict, read_checkpoint
 from .inputs import Frame
 
 
@@ -148,6 +149,28 @@ class BoxFile:
         return lines
 
 
+def load_detector_weights(model: torch.nn.Module, state: dict,
+                          checkpoint: str, config: str) -> None:
+    """Load ``state`` into the detector, refusing any mismatch.
+
+    Raises:
+        ValueError: the checkpoint's keys or shapes do not fit ``config``'s
+            detector (another detector, or not a detector at all); the
+            message names both files and how many keys differ.
+    """
+    report = check_state_dict(model, state)
+    if report:
+        # 'missing in checkpoint (N)', 'unexpected ...', 'shape mismatch ...'
+        counts = '; '.join(line.split(':', 1)[0].strip()
+                           for line in report.strip().splitlines())
+        raise ValueError(
+            f'--det-checkpoint {checkpoint!r} does not fit the detector of '
+            f'--det-config {config!r} ({counts}). Pass the weights that '
+            'belong to that config.')
+    model.load_state_dict(
+        {k: v.to(model.state_dict()[k].device) for k, v in state.items()})
+
+
 class DetectorBoxes:
     """Person boxes from an mmdet detector, as in the official demo.
 
@@ -175,10 +198,15 @@ class DetectorBoxes:
         from mmdet.apis import init_detector
         from mmdet.utils import register_all_modules as mmdet_register
         from mmengine.registry import DefaultScope
+        state = None if checkpoint is None else read_checkpoint(checkpoint)
         mmdet_register(init_default_scope=False)
         # init_detector makes 'mmdet' the default scope; keep the caller's.
         with DefaultScope.overwrite_default_scope('mmdet'):
-            self.model = init_detector(config, checkpoint, device=device)
+            # weights loaded below, checked: mmdet's load_checkpoint only
+            # warns about mismatching keys and runs a random detector
+            self.model = init_detector(config, None, device=device)
+        if state is not None:
+            load_detector_weights(self.model, state, checkpoint, config)
         self.bbox_thr, self.nms_thr = bbox_thr, nms_thr
         self.person_label = person_label
         self.num_fallback = 0

@@ -10,6 +10,8 @@ import os
 
 import numpy as np
 
+from ..utils.output_paths import temporary_path
+
 VERTEX_DTYPE = np.dtype([('x', '<f4'), ('y', '<f4'), ('z', '<f4'),
                          ('red', 'u1'), ('green', 'u1'), ('blue', 'u1')])
 
@@ -43,11 +45,15 @@ def write_ply(path: str, points: np.ndarray, colors_rgb: np.ndarray) -> str:
         vertices[axis] = points[:, i]
     for i, channel in enumerate(('red', 'green', 'blue')):
         vertices[channel] = colors_rgb[:, i]
-    tmp = path + '.partial'
-    with open(tmp, 'wb') as f:
-        f.write(ply_header(len(points)))
-        f.write(vertices.tobytes())
-    os.replace(tmp, path)
+    tmp = temporary_path(path)
+    try:
+        with open(tmp, 'wb') as f:
+            f.write(ply_header(len(points)))
+            f.write(vertices.tobytes())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
     return path
 
 

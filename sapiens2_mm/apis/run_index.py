@@ -8,17 +8,38 @@ JSON) are rebuilt from the index when a run ends, however it ends.
 
 Line 1 is the header (task, config, checkpoint, options); a re-run with other
 settings is refused, so one folder never mixes two models' outputs. Then one
-line per finished frame (``{"name": ..., "source": ..., "outputs": [...],
-...task fields}``) and one ``{"video_done": name}`` per completed video. A
-frame run again (a video interrupted half-way) supersedes its earlier line.
+line per finished frame (``{"name": ..., "source": ..., "source_file": [size,
+mtime_ns], "outputs": [...], ...task fields}``) and one ``{"video_done": name,
+"source": ..., "source_file": ...}`` per completed video. A frame run again
+(a video interrupted half-way) supersedes its earlier line.
+
+A finished input is skipped only when it is the same file: a re-run whose
+input of that name is another file (``--input B/`` after ``--input A/``) or
+the same file changed since is refused (:meth:`InferenceIndex.
+check_sources`), never given the earlier results.
 """
 import json
 import os
 import os.path as osp
-from typing import Dict, List
+import re
+from typing import Dict, List, Mapping, Optional
 
 INDEX_NAME = 'inference_index.jsonl'
 FORMAT = 'sapiens2_mm inference index v1'
+
+
+def file_identity(path: Optional[str]) -> Optional[list]:
+    """[size, modification time in ns] of a file, ``None`` if absent."""
+    if not path or not osp.isfile(path):
+        return None
+    stat = os.stat(path)
+    return [stat.st_size, stat.st_mtime_ns]
+
+
+def _describe(record: dict) -> str:
+    size = (record.get('source_file') or [None])[0]
+    return repr(record.get('source')) + (f' ({size} bytes)'
+                                         if size is not None else '')
 
 
 class InferenceIndex:
@@ -38,6 +59,7 @@ class InferenceIndex:
         self.header = dict(header, format=FORMAT)
         self.done: Dict[str, dict] = {}
         self.done_videos: List[str] = []
+        self.video_records: Dict[str, dict] = {}
         self.num_bad_lines = 0
         if osp.exists(self.path):
             self._load(out_dir)
@@ -86,6 +108,7 @@ class InferenceIndex:
                 continue
             if 'video_done' in record:
                 self.done_videos.append(record['video_done'])
+                self.video_records[record['video_done']] = record
             elif 'name' in record:
                 self.done[record['name']] = record
 
@@ -98,10 +121,65 @@ class InferenceIndex:
         self.done[record['name']] = record
         self._write(record)
 
-    def add_video_done(self, name: str) -> None:
-        """Record that every frame of video ``name`` was processed."""
+    def add_video_done(self, name: str, source: str = '') -> None:
+        """Record that every frame of video ``name`` (the file ``source``)
+        was processed."""
+        record = {'video_done': name}
+        if source:
+            record.update(source=source, source_file=file_identity(source))
         self.done_videos.append(name)
-        self._write({'video_done': name})
+        self.video_records[name] = record
+        self._write(record)
+
+    def check_sources(self, photos: Mapping[str, str],
+                      videos: Mapping[str, tuple]) -> None:
+        """Refuse a re-run whose input of a finished name is another file.
+
+        Args:
+            photos: photo name -> its file now.
+            videos: video name -> (its file now, the base of its frame names
+                ``<base>_<index:06d>.jpg``).
+
+        Raises:
+            FileExistsError: listing the names whose earlier source was
+                another file or has changed (path, size or modification time
+                differ), before anything is processed.
+        """
+        frame_of = {}
+        for name, (path, base) in videos.items():
+            frame_of[name] = (re.compile(re.escape(base) + r'_\d{6,}\.jpg'),
+                              path)
+        conflicts = []
+        checks = [(r, photos.get(n)) for n, r in self.done.items()]
+        checks += [(r, videos[n][0]) for n, r in self.video_records.items()
+                   if n in videos]
+        for name, record in self.done.items():
+            if name in photos:
+                continue
+            for pattern, path in frame_of.values():
+                if pattern.fullmatch(name):
+                    checks.append((record, path))
+        for record, path in checks:
+            if path is None or not record.get('source'):
+                continue
+            same_path = osp.realpath(record['source']) == osp.realpath(path)
+            old = record.get('source_file')
+            if same_path and (old is None or old == file_identity(path)):
+                continue
+            now = file_identity(path)
+            what = record.get('name') or record.get('video_done')
+            conflicts.append(
+                f'{what!r}: done from {_describe(record)}, now '
+                f'{path!r} ({now[0] if now else "?"} bytes'
+                f'{", changed since" if same_path else ""})')
+        if conflicts:
+            raise FileExistsError(
+                f'{self.path} holds results of other files for '
+                f'{len(conflicts)} input name(s): ' + '; '.join(conflicts[:3])
+                + ('; ...' if len(conflicts) > 3 else '') + '. They are not '
+                'taken for these inputs, nor replaced: pass a new --output '
+                'folder (or the earlier inputs, unchanged, to continue that '
+                'run).')
 
     def records(self) -> List[dict]:
         """Finished frames, in the order they were first finished."""

@@ -7,6 +7,9 @@
   an input file or onto a file another frame of the run wrote.
 * Every file is written to a temporary name and renamed when complete, so an
   interrupted run leaves no half-written image or array under a final name.
+  The temporary name (:func:`~sapiens2_mm.utils.output_paths.temporary_path`:
+  hidden, random, created exclusively) is never an input's or another
+  output's name: ``a.partial.png`` is a possible photo.
 * :class:`TaskWriter` is what a task registers to write its per-frame files
   and its summary files (:meth:`BaseTask.open_writer`).
 """
@@ -18,6 +21,7 @@ from typing import Dict, List, Optional
 import cv2
 import numpy as np
 
+from ..utils.output_paths import temporary_path
 from .inputs import Frame, FrameReader
 
 
@@ -85,18 +89,23 @@ def encode_image(name: str, image: np.ndarray) -> bytes:
 
 
 @contextmanager
-def _renamed_when_done(tmp: str, path: str, mode: str = 'wb'):
-    """Open ``tmp`` for writing; rename it to ``path`` when the block ends
-    without an error (an interrupted write never has the final name)."""
-    with open(tmp, mode) as f:
-        yield f
-    os.replace(tmp, path)
+def _renamed_when_done(path: str, mode: str = 'wb'):
+    """Open a temporary file next to ``path`` for writing; rename it to
+    ``path`` when the block ends without an error (an interrupted write never
+    has the final name; a failed one leaves no temporary)."""
+    tmp = temporary_path(path)
+    try:
+        with open(tmp, mode) as f:
+            yield f
+        os.replace(tmp, path)
+    finally:
+        if osp.exists(tmp):
+            os.remove(tmp)
 
 
 def write_bytes(path: str, data: bytes) -> str:
     """Write ``data`` atomically (temporary name, then rename)."""
-    root, ext = osp.splitext(path)
-    with _renamed_when_done(f'{root}.partial{ext}', path) as f:
+    with _renamed_when_done(path) as f:
         f.write(data)
     return path
 
@@ -121,14 +130,14 @@ def write_image(path: str, image: np.ndarray,
 
 def save_array(path: str, array: np.ndarray) -> str:
     """``np.save`` to a temporary name, then rename (atomic)."""
-    with _renamed_when_done(path + '.partial', path) as f:
+    with _renamed_when_done(path) as f:
         np.save(f, array)
     return path
 
 
 def write_text(path: str, text: str) -> str:
     """Write a text file atomically."""
-    with _renamed_when_done(path + '.partial', path, 'w') as f:
+    with _renamed_when_done(path, 'w') as f:
         f.write(text)
     return path
 
@@ -186,8 +195,9 @@ class OutputLayout:
 class FrameSink:
     """Writes visualisations: image files, or one video per input video.
 
-    A video is written as ``<stem>.partial.mp4`` and renamed to
-    ``<stem>.mp4`` by :meth:`finish_video` once all its frames are in.
+    A video is written under a hidden temporary name
+    (``.<stem>.mp4.<random>.partial.mp4``) and renamed to ``<stem>.mp4`` by
+    :meth:`finish_video` once all its frames are in.
     """
 
     def __init__(self, layout: OutputLayout) -> None:
@@ -211,7 +221,7 @@ class FrameSink:
         if frame.video_name not in self.videos:
             final = self.layout.path(frame.video_stem + '.mp4',
                                      frame.video_name)
-            tmp = osp.splitext(final)[0] + '.partial.mp4'
+            tmp = temporary_path(final)
             h, w = image.shape[:2]
             writer = cv2.VideoWriter(tmp, cv2.VideoWriter_fourcc(*'mp4v'),
                                      frame.fps or 25.0, (w, h))
@@ -229,11 +239,18 @@ class FrameSink:
         writer, tmp, final, _ = self.videos.pop(name)
         writer.release()
         os.replace(tmp, final)
+        # temporaries of this video left by interrupted earlier runs
+        folder, base = osp.split(final)
+        for stale in os.listdir(folder):
+            if stale.startswith(f'.{base}.') and \
+                    stale.endswith(f'.partial{osp.splitext(base)[1]}'):
+                os.remove(osp.join(folder, stale))
         self.written.append(final)
         return final
 
     def close(self) -> None:
-        """Release unfinished videos (they keep their ``.partial`` name)."""
+        """Release unfinished videos (they keep their hidden temporary
+        name)."""
         for writer, *_ in self.videos.values():
             writer.release()
         self.videos = {}

@@ -1,27 +1,78 @@
-"""Convert official Sapiens2 checkpoints to mmengine ``.pth`` files and back."""
+"""Convert official Sapiens2 checkpoints to mmengine ``.pth`` files and back.
+
+Every output is written under a temporary name and renamed when complete
+(:func:`~sapiens2_mm.utils.atomic_file.atomic_output`), and an output that is
+(or resolves to) one of the inputs is refused, ``overwrite`` or not.
+"""
 import hashlib
-import os
 import os.path as osp
-from typing import Optional
+from typing import Iterable, Mapping, Optional
 
 import torch
 
 from ..version import __version__
+from .atomic_file import atomic_output, discard, finish_file, temp_beside
 from .checkpoint import read_checkpoint
 from .official_keys import detect_task, official_to_package, package_to_official
+from .output_paths import OutputPathError, check_output_file, same_file
 
 TRAINING_STATE_KEYS = ('optimizer', 'message_hub', 'param_schedulers', 'ema_state_dict')
+# Keys only a Sapiens2Pretrainer checkpoint has (its EMA teacher).
+PRETRAINER_PREFIX = 'teacher.'
 
 
-def _check_output(dst: str, overwrite: bool) -> None:
+def _check_output(dst: str, overwrite: bool, inputs: Iterable[str] = ()) -> None:
+    """Refuse ``dst`` when it is an input (always), exists (unless
+    ``overwrite``) or cannot be written.
+
+    Raises:
+        OutputPathError: ``dst`` is (a link to) an input, a folder, read-only
+            or in a folder that cannot be written.
+        FileExistsError: ``dst`` exists and ``overwrite`` is False.
+    """
+    check_output_file(dst, inputs, overwrite=True)
     if osp.exists(dst) and not overwrite:
         raise FileExistsError(
             f'{dst!r} exists; refusing to overwrite it. Pass --overwrite or '
             'choose another output path.')
-    parent = osp.dirname(osp.abspath(dst))
-    os.makedirs(parent, exist_ok=True)
-    if not os.access(parent, os.W_OK):
-        raise PermissionError(f'Output directory {parent!r} is not writable.')
+
+
+def _refuse_pretrainer(state: Mapping[str, torch.Tensor], src: str) -> None:
+    """A training checkpoint of pretraining holds the student, the EMA
+    teacher, the decoder and the heads; converting it whole gives a file
+    whose backbone an ``init_cfg`` reads as the student, not the teacher."""
+    if any(key.startswith(PRETRAINER_PREFIX) for key in state):
+        raise ValueError(
+            f'{src!r} is a pretraining checkpoint (Sapiens2Pretrainer: '
+            'student, EMA teacher, decoder and heads), not a task model. '
+            'Export its backbone with: python '
+            f'tools/model_converters/export_pretrain.py {src} '
+            'OUT.safetensors (the teacher, as the official weights; '
+            '--which student for the student).')
+
+
+def resolve_task(state: Mapping[str, torch.Tensor], task: Optional[str],
+                 src: str) -> str:
+    """The task of ``state``: detected, or ``task`` when it agrees.
+
+    Raises:
+        ValueError: ``task`` names another task than the checkpoint's head
+            (e.g. ``pose`` for a seg checkpoint), or no task is given and the
+            layout is unknown.
+    """
+    try:
+        detected = detect_task(state)
+    except ValueError:
+        if task is None:
+            raise
+        return task  # an unknown layout converted as the task asked for
+    if task is not None and task != detected:
+        raise ValueError(
+            f'--task {task} was given, but {src!r} is a {detected} '
+            f'checkpoint (its keys are those of a {detected} model). Leave '
+            '--task out to convert it as what it is, or give the '
+            f'{task} checkpoint.')
+    return detected
 
 
 def official_to_mmengine(src: str, dst: str, task: Optional[str] = None,
@@ -38,13 +89,16 @@ def official_to_mmengine(src: str, dst: str, task: Optional[str] = None,
     Returns:
         The task that was converted.
     """
-    _check_output(dst, overwrite)
+    _check_output(dst, overwrite, [src])
     state = read_checkpoint(src)
-    task = task or detect_task(state)
+    task = resolve_task(state, task, src)
     state = official_to_package(state, task)
     meta = dict(sapiens2_mm_version=__version__, task=task,
                 converted_from=osp.basename(src))
-    torch.save(dict(meta=meta, state_dict=state), dst)
+    with atomic_output(dst) as tmp, open(tmp, 'wb') as f:
+        # to a file object: the zip's root folder is then 'archive', not the
+        # temporary name (same bytes for the same weights)
+        torch.save(dict(meta=meta, state_dict=state), f)
     return task
 
 
@@ -57,16 +111,23 @@ def mmengine_to_official(src: str, dst: str, task: Optional[str] = None,
 
     Returns:
         The task that was converted.
+
+    Raises:
+        ValueError: ``src`` is a pretraining checkpoint (use
+            :func:`~sapiens2_mm.utils.pretrain_export.export_pretrain`), or
+            ``task`` disagrees with its head.
     """
-    _check_output(dst, overwrite)
     if not dst.endswith('.safetensors'):
         raise ValueError(f'Output must be a .safetensors file, got {dst!r}.')
+    _check_output(dst, overwrite, [src])
     from safetensors.torch import save_file
     state = read_checkpoint(src)
-    task = task or detect_task(state)
+    _refuse_pretrainer(state, src)
+    task = resolve_task(state, task, src)
     state = package_to_official(state, task)
-    save_file({k: v.contiguous() for k, v in state.items()}, dst,
-              metadata=dict(format='pt', task=task))
+    with atomic_output(dst) as tmp:
+        save_file({k: v.contiguous() for k, v in state.items()}, tmp,
+                  metadata=dict(format='pt', task=task))
     return task
 
 
@@ -80,19 +141,41 @@ def publish_checkpoint(src: str, dst: str) -> str:
 
     Returns:
         The final path.
+
+    Raises:
+        FileNotFoundError / ValueError: ``src`` is missing, unreadable or not
+            an mmengine checkpoint.
+        OutputPathError: the output would be ``src`` itself.
     """
-    checkpoint = torch.load(src, map_location='cpu', weights_only=True)
+    if not osp.isfile(src):
+        raise FileNotFoundError(f'Checkpoint {src!r} does not exist.')
+    stem, ext = osp.splitext(dst)
+    ext = ext or '.pth'
+    check_output_file(dst, [src], what='published checkpoint')
+    try:
+        checkpoint = torch.load(src, map_location='cpu', weights_only=True)
+    except Exception as err:  # noqa: BLE001 - re-raised with the file named
+        raise ValueError(
+            f'Could not read checkpoint {src!r} ({type(err).__name__}: '
+            f'{err}).') from err
     if not isinstance(checkpoint, dict) or 'state_dict' not in checkpoint:
         raise ValueError(
             f'{src!r} is not an mmengine checkpoint (no "state_dict" entry).')
     for key in TRAINING_STATE_KEYS:
         checkpoint.pop(key, None)
-    stem, ext = osp.splitext(dst)
-    tmp = f'{stem}.tmp{ext or ".pth"}'
-    os.makedirs(osp.dirname(osp.abspath(dst)), exist_ok=True)
-    torch.save(checkpoint, tmp)
-    with open(tmp, 'rb') as f:
-        digest = hashlib.sha256(f.read()).hexdigest()
-    final = f'{stem}-{digest[:8]}{ext or ".pth"}'
-    os.replace(tmp, final)
-    return final
+    tmp = temp_beside(stem + ext)
+    try:
+        with open(tmp, 'wb') as f:
+            # a file object: the zip's root folder is 'archive' whatever the
+            # temporary name, so the hash depends on the weights only
+            torch.save(checkpoint, f)
+        with open(tmp, 'rb') as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
+        final = f'{stem}-{digest[:8]}{ext}'
+        if same_file(final, src):
+            raise OutputPathError(
+                f'The published name {final!r} is the input {src!r} (it is '
+                'published already); nothing to do.')
+        return finish_file(tmp, final)
+    finally:
+        discard(tmp)

@@ -14,7 +14,9 @@ class OutputPathError(ValueError):
     """An output path that cannot or must not be written."""
 
 
-def _same_file(a: str, b: str) -> bool:
+def same_file(a: str, b: str) -> bool:
+    """``a`` and ``b`` are one file (also through links), or resolve to one
+    path when either does not exist yet."""
     if osp.exists(a) and osp.exists(b):
         return osp.samefile(a, b)
     return osp.realpath(a) == osp.realpath(b)
@@ -55,7 +57,7 @@ def check_output_file(path: str, inputs: Iterable[str] = (),
         OutputPathError: with what to do instead.
     """
     for source in inputs:
-        if _same_file(path, source):
+        if same_file(path, source):
             raise OutputPathError(
                 f'The {what} {path!r} is the input file {source!r}; writing it '
                 'would destroy the input. Give another output path.')
@@ -70,3 +72,81 @@ def check_output_file(path: str, inputs: Iterable[str] = (),
         raise OutputPathError(f'The {what} {path!r} exists and is read-only.')
     check_writable_dir(osp.dirname(osp.abspath(path)), f'folder of the {what}')
     return path
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def check_outside_folders(path: str, folders: Iterable[str],
+                          what: str = 'output folder') -> str:
+    """Refuse ``path`` when it is one of ``folders`` or inside one.
+
+    Args:
+        path: the folder a tool will write into.
+        folders: folders it reads (a dataset's image folders).
+        what: how the message names ``path`` (e.g. ``'--show-dir'``).
+
+    Raises:
+        OutputPathError: naming both folders.
+    """
+    real = osp.realpath(path)
+    for folder in folders:
+        if _within(real, osp.realpath(folder)):
+            raise OutputPathError(
+                f'The {what} {path!r} is (inside) the input folder '
+                f'{folder!r}; files written there could replace the inputs. '
+                'Choose a folder outside the data.')
+    return path
+
+
+def temporary_path(path: str) -> str:
+    """A new, empty temporary file next to ``path`` to write it under.
+
+    The name, ``.<name>.<random>.partial<ext>``, is hidden, random and created
+    exclusively (``tempfile.mkstemp``), so it is never an existing file, an
+    input or another output (``a.partial.png`` is a possible photo name; the
+    temporary of ``a.png`` must not be it). It keeps ``path``'s extension so
+    encoders that choose the format by name (``cv2.imwrite``,
+    ``cv2.VideoWriter``) work on it. Rename it onto ``path`` when complete.
+    """
+    folder, name = osp.split(osp.abspath(path))
+    ext = osp.splitext(name)[1]
+    fd, tmp = tempfile.mkstemp(prefix=f'.{name}.', suffix=f'.partial{ext}',
+                               dir=folder)
+    os.close(fd)
+    return tmp
+
+
+def free_name(path: str, index: int) -> str:
+    """``path`` for ``index`` 0, else ``<root>_<index><ext>``."""
+    if not index:
+        return path
+    root, ext = osp.splitext(path)
+    return f'{root}_{index}{ext}'
+
+
+def rename_no_clobber(tmp: str, path: str, max_tries: int = 10000) -> str:
+    """Give the finished file ``tmp`` the first name of ``path``,
+    ``<root>_1<ext>``, ``<root>_2<ext>`` ... that does not exist, never
+    replacing a file (``os.link`` fails on an existing name, so a file that
+    appears meanwhile is not replaced either).
+
+    Returns:
+        The name given.
+    """
+    for index in range(max_tries):
+        candidate = free_name(path, index)
+        try:
+            os.link(tmp, candidate)
+        except FileExistsError:
+            continue
+        except OSError:  # no hard links here (some network/FAT folders)
+            if osp.lexists(candidate):
+                continue
+            os.replace(tmp, candidate)
+            return candidate
+        os.remove(tmp)
+        return candidate
+    raise OutputPathError(f'No free name for {path!r} after {max_tries} '
+                          'tries; choose an empty folder.')

@@ -12,7 +12,9 @@ from typing import Dict, Mapping, Optional
 import torch
 
 from ..version import __version__
+from .atomic_file import atomic_output
 from .checkpoint_convert import _check_output
+from .output_paths import OutputPathError, same_file
 
 SOURCES = {
     'teacher': 'teacher.module.backbone.',
@@ -24,7 +26,12 @@ PERIODS_KEY = 'rope_embed.periods'
 def _load_state_dict(src: str) -> Mapping[str, torch.Tensor]:
     if not osp.isfile(src):
         raise FileNotFoundError(f'Checkpoint {src!r} does not exist.')
-    ckpt = torch.load(src, map_location='cpu', weights_only=True)
+    try:
+        ckpt = torch.load(src, map_location='cpu', weights_only=True)
+    except Exception as err:  # noqa: BLE001 - re-raised with the file named
+        raise ValueError(
+            f'Could not read checkpoint {src!r} ({type(err).__name__}: '
+            f'{err}).') from err
     if not isinstance(ckpt, Mapping):
         raise ValueError(f'{src!r} does not hold a checkpoint dict.')
     return ckpt.get('state_dict', ckpt)
@@ -87,20 +94,31 @@ def export_pretrain(src: str, dst: str, which: str = 'teacher',
 
     Returns:
         The exported state dict.
+
+    Raises:
+        OutputPathError: ``dst`` or ``pth`` is (a link to) ``src``, or both
+            name one file; refused with or without ``overwrite``.
     """
     if not dst.endswith('.safetensors'):
         raise ValueError(f'dst must end with .safetensors, got {dst!r}')
-    for path in (dst, pth):
-        if path:
-            _check_output(path, overwrite)
+    if pth and same_file(dst, pth):
+        raise OutputPathError(
+            f'The .safetensors output {dst!r} and --pth {pth!r} are one '
+            'file; give two paths.')
+    _check_output(dst, overwrite, [src])
+    if pth:
+        _check_output(pth, overwrite, [src])
     state = pretrain_backbone_state(_load_state_dict(src), which, src)
     from safetensors.torch import save_file
-    save_file(state, dst, metadata=dict(
-        format='pt', weights=which, exported_by=f'sapiens2_mm {__version__}',
-        source=osp.basename(src)))
+    with atomic_output(dst) as tmp:
+        save_file(state, tmp, metadata=dict(
+            format='pt', weights=which,
+            exported_by=f'sapiens2_mm {__version__}',
+            source=osp.basename(src)))
     if pth:
-        torch.save(dict(teacher={f'backbone.{k}': v
-                                 for k, v in state.items()},
-                        meta=dict(weights=which, source=osp.basename(src))),
-                   pth)
+        with atomic_output(pth) as tmp, open(tmp, 'wb') as f:
+            torch.save(dict(teacher={f'backbone.{k}': v
+                                     for k, v in state.items()},
+                            meta=dict(weights=which,
+                                      source=osp.basename(src))), f)
     return state

@@ -44,3 +44,32 @@ def test_detector_boxes_threshold_nms_and_fallback(rtmdet_tiny):
 def test_detector_missing_files(tmp_path):
     with pytest.raises(FileNotFoundError, match='Detector config'):
         DetectorBoxes(str(tmp_path / 'det.py'))
+
+
+def test_detector_checkpoint_errors_name_the_files(rtmdet_tiny, tmp_path,
+                                                   parity_file):
+    """Issue 18: an unreadable --det-checkpoint ended in an UnpicklingError
+    traceback, and the weights of another model were 'loaded' with a warning
+    (a random detector ran). Both are ValueErrors naming the file now."""
+    bad = tmp_path / 'bad.pth'
+    bad.write_bytes(b'not a checkpoint')
+    with pytest.raises(ValueError, match='Could not read checkpoint'):
+        DetectorBoxes(rtmdet_tiny, str(bad))
+    other = parity_file('tiny18_seg.safetensors')
+    with pytest.raises(ValueError, match=r'does not fit the detector of '
+                       r"--det-config .*missing in checkpoint \(\d+\); "
+                       r'unexpected in checkpoint \(\d+\)'):
+        DetectorBoxes(rtmdet_tiny, other)
+
+
+def test_detector_checkpoint_of_its_config_loads_exactly(rtmdet_tiny,
+                                                         tmp_path):
+    torch.manual_seed(1)
+    source = DetectorBoxes(rtmdet_tiny, None)
+    weights = {k: v.clone() for k, v in source.model.state_dict().items()}
+    path = tmp_path / 'rtmdet_tiny.pth'
+    torch.save({'meta': {}, 'state_dict': weights}, path)
+    torch.manual_seed(2)  # another random init, overwritten by the load
+    loaded = DetectorBoxes(rtmdet_tiny, str(path))
+    for key, value in loaded.model.state_dict().items():
+        assert torch.equal(value, weights[key]), key

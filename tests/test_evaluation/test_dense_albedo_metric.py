@@ -166,3 +166,25 @@ def test_crop_padding_option():
     res = _run([sample], pred_resize='crop_padding')
     assert res['mae'] == pytest.approx(0.05, rel=1e-5)
     assert np.isfinite(_run([sample], pred_resize='official')['mae'])
+
+
+def test_nonfinite_predictions_are_counted_and_never_good(monkeypatch):
+    """A perfect prediction but for one NaN and one inf pixel (one of them
+    outside the mask): the means are not finite, one pixel is reported."""
+    from sapiens2_mm.evaluation.metrics.dense import base_dense_metric
+    messages = []
+    monkeypatch.setattr(base_dense_metric, 'print_log',
+                        lambda msg, **kw: messages.append(msg))
+    gt = _albedo(6, 5)
+    pred = gt.clone()
+    pred[:, 0, 0] = float('nan')
+    pred[1, 5, 4] = float('inf')
+    mask = torch.ones(6, 5, dtype=torch.bool)
+    mask[5, 4] = False
+    res = _run([_case(gt, pred, mask=mask)])
+    assert res['extra/nonfinite_pred_pixels'] == 1
+    assert not math.isfinite(res['mae']) and not math.isfinite(res['psnr'])
+    assert 'non-finite prediction' in ' '.join(messages)
+    clamped = _run([_case(gt, pred, mask=mask)], clamp_pred=True)
+    assert clamped['extra/nonfinite_pred_pixels'] == 1
+    assert 'extra/nonfinite_pred_pixels' not in _run([_case(gt, gt)])

@@ -182,3 +182,34 @@ def test_through_mmengine_evaluator():
     ], data_batch={})
     res = evaluator.evaluate(2)
     assert res['normal_mae'] == pytest.approx(9.0, abs=1e-3)
+
+
+def test_nan_predictions_are_the_worst_angle_and_reported(monkeypatch):
+    """4 pixels with GT +z: 2 predicted +x (90 deg), 2 NaN. Before, the NaN
+    angles fell into histogram bin 0: ``normal_median_deg`` 0.25, the best
+    value. Scored as 180 deg: angles (90, 90, 180, 180)."""
+    from sapiens2_mm.evaluation.metrics.dense import base_dense_metric
+    messages = []
+    monkeypatch.setattr(base_dense_metric, 'print_log',
+                        lambda msg, **kw: messages.append(msg))
+    gt = torch.zeros(3, 2, 2)
+    gt[2] = 1.0
+    pred = torch.zeros(3, 2, 2)
+    pred[0, 0] = 1.0
+    pred[:, 1] = float('nan')
+    pred[0, 1, 1] = float('inf')  # inf in one channel is non-finite too
+    res = _run([_case(gt, pred)])
+    assert res['normal_mae'] == pytest.approx((90 + 90 + 180 + 180) / 4)
+    assert res['normal_rmse'] == pytest.approx(
+        math.sqrt((2 * 90**2 + 2 * 180**2) / 4))
+    # the CDF reaches N/2 = 2 in the bin of 90 deg, [90, 90.5)
+    assert res['normal_median_deg'] == 90.25
+    assert res['extra/normal_median_exact_deg'] == pytest.approx(135.0)
+    assert res['within_30_0_deg'] == 0.0
+    assert res['extra/nonfinite_pred_pixels'] == 2
+    assert 'non-finite prediction' in ' '.join(messages)
+
+
+def test_finite_predictions_report_no_nonfinite_key():
+    gt = random_unit((4, 4))
+    assert 'extra/nonfinite_pred_pixels' not in _run([_case(gt, gt)])

@@ -244,3 +244,46 @@ def test_pixeldata_objects_accepted():
     sample = _case(gt, gt, as_dict=False)
     assert isinstance(sample.gt_pointmap, PixelData)
     assert _run([sample])['l2_mean'] == pytest.approx(0.0, abs=1e-5)
+
+
+def test_nonfinite_predicted_points_are_counted_and_never_good(monkeypatch):
+    """A perfect pointmap but for 3 NaN pixels: the distance means are NaN
+    (not 0), the thresholds count only the finite pixels, 3 are reported."""
+    from sapiens2_mm.evaluation.metrics.dense import base_dense_metric
+    messages = []
+    monkeypatch.setattr(base_dense_metric, 'print_log',
+                        lambda msg, **kw: messages.append(msg))
+    gt = camera_pointmap(8, 6)
+    pred = gt.clone()
+    pred[:, 0, :3] = float('nan')
+    res = _run([_case(gt, pred)], alignments=())
+    assert res['extra/nonfinite_pred_pixels'] == 3
+    assert math.isnan(res['l2_mean']) and math.isnan(res['rmse'])
+    assert res['within_05_cm'] == pytest.approx(45 / 48)
+    assert 'non-finite prediction' in ' '.join(messages)
+    assert 'extra/nonfinite_pred_pixels' not in _run([_case(gt, gt)],
+                                                     alignments=())
+
+
+def test_fov_error_uses_the_original_intrinsics_after_a_resize():
+    """The test transform letterboxes a 90x120 photo by r = 0.5 into the
+    network input, so ``cam_K`` has fx = 50 while the original camera (and
+    the predicted focal length, in original pixels) has fx ~ 100. Before,
+    fx = 50 was compared with 101: 38.96 deg instead of 0.50 deg."""
+    gt = camera_pointmap(h=90, w=120)
+    ori_k = np.array([[100.0, 0, 60], [0, 100.0, 45], [0, 0, 1]])
+    resized_k = np.diag([0.5, 0.5, 1.0]) @ ori_k
+    meta = dict(pred_scale=1.0, canonical_scale=1.0, pred_focal_length=101.0,
+                cam_K=resized_k, ori_cam_K=ori_k, ori_shape=(90, 120),
+                img_shape=(64, 64))
+    res = _run([make_sample('a.png', meta=meta, gt_pointmap=gt,
+                            pred_pointmap=gt)], alignments=())
+    # hand formula: horizontal FoV 2 atan(W / 2f), W = 120 original pixels
+    expected = math.degrees(2 * math.atan(60 / 100) - 2 * math.atan(60 / 101))
+    assert expected == pytest.approx(0.5019, abs=1e-4)
+    assert res['extra/fov_x_err_deg'] == pytest.approx(expected, rel=1e-9)
+    # without ori_cam_K a resized cam_K is not taken for the original's
+    del meta['ori_cam_K']
+    res = _run([make_sample('a.png', meta=meta, gt_pointmap=gt,
+                            pred_pointmap=gt)], alignments=())
+    assert 'extra/fov_x_err_deg' not in res

@@ -244,3 +244,30 @@ def test_output_errors(tmp_path):
     metric = _metric()
     with pytest.raises(ValueError, match='no gt_sem_seg.*format_only'):
         metric.process({}, _mmseg_samples(logits[:1]))
+
+
+def test_nonfinite_logits_are_scored_wrong_and_reported(monkeypatch):
+    """Logits that pick the label everywhere but are NaN at 3 background
+    pixels (and inf at one ignored pixel). argmax takes NaN as the maximum,
+    so those pixels got class 0, the label: scored right, aAcc 100. Hand
+    count: 16 labelled pixels, 13 right; background IoU 5/8, class 2 all
+    right."""
+    from sapiens2_mm.evaluation.metrics.seg import seg_iou_metric
+    messages = []
+    monkeypatch.setattr(seg_iou_metric, 'print_log',
+                        lambda msg, **kw: messages.append(msg), raising=False)
+    gt = torch.tensor([[0] * 4, [0] * 4, [2] * 4, [2] * 4,
+                       [255] * 4]).long()[None]  # (1, 5, 4)
+    logits = torch.full((29, 5, 4), -5.0)
+    for cls in (0, 2):
+        logits[cls][gt[0] == cls] = 5.0
+    logits[:, 0, :3] = float('nan')
+    logits[7, 4, 0] = float('inf')  # an ignored pixel: not counted
+    metric = _metric(nan_to_num=None)
+    metric.process({}, [_sample(gt, logits=logits)])
+    result = metric.evaluate(1)
+    assert result['aAcc'] == pytest.approx(round(100 * 13 / 16, 2))
+    assert result['IoU.' + CLASSES[0]] == pytest.approx(round(100 * 5 / 8, 2))
+    assert result['IoU.' + CLASSES[2]] == 100.0
+    assert result['nonfinite_pred_pixels'] == 3
+    assert 'non-finite seg_logits' in ' '.join(messages)

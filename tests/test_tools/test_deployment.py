@@ -69,3 +69,40 @@ def test_onnx_export_reproduces_eager(tmp_path):
     # ONNX evaluates the bf16 RoPE casts with its own kernels: float32-level
     # agreement, not bit equality.
     assert max(diffs.values()) <= 1e-4
+
+
+@pytest.mark.parametrize('config,checkpoint,needle', [
+    ('tests/configs/parity/tiny18_seg.py', 'missing.safetensors',
+     'Checkpoint file not found'),
+    ('tests/configs/parity/tiny18_pose.py',
+     'tests/data/official_parity/tiny18_seg.safetensors',
+     "is a 'seg' checkpoint but the config builds a 'pose' model"),
+    ('missing_config.py', None, 'Config file not found'),
+])
+def test_user_errors_are_one_error_line(tmp_path, config, checkpoint,
+                                        needle):
+    """Issue 18: export_model.py showed tracebacks for a wrong path or a
+    checkpoint of another task; now one ``error:`` line, nothing written."""
+    args = [osp.join(REPO_DIR, config)]
+    if checkpoint:
+        args.append(osp.join(REPO_DIR, checkpoint) if '/' in checkpoint
+                    else str(tmp_path / checkpoint))
+    out = tmp_path / 'out'
+    with pytest.raises(SystemExit) as err:
+        export_model.main(args + ['--output', str(out)])
+    message = str(err.value.code)
+    assert message.startswith('error: ') and needle in message, message
+    assert '\n' not in message
+    assert list(out.iterdir()) == []
+
+
+def test_missing_onnx_package_is_an_error_line(tmp_path, monkeypatch):
+    def no_onnx(*args, **kwargs):
+        raise ImportError("--onnx needs the 'onnxscript' package")
+
+    monkeypatch.setattr(export_model, 'export_onnx', no_onnx)
+    cfg = osp.join(REPO_DIR, 'tests/configs/parity/tiny18_seg.py')
+    with pytest.raises(SystemExit, match="^error: --onnx needs the "
+                       "'onnxscript'"):
+        export_model.main([cfg, '--output', str(tmp_path), '--onnx',
+                           '--max-batch', '2'])

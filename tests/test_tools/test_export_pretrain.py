@@ -103,3 +103,57 @@ def test_cli(tmp_path, pretrain_ckpt, repo_path):
         capture_output=True, text=True, cwd=repo_path())
     assert out.returncode == 0, out.stderr
     assert 'Exported the teacher backbone (312 tensors)' in out.stdout
+
+
+@pytest.mark.parametrize('case', ['pth is src', 'dst links to src',
+                                  'pth is dst'])
+def test_outputs_onto_the_input_are_refused_even_with_overwrite(
+        tmp_path, pretrain_ckpt, case):
+    """``export_pretrain.py pre.pth o.safetensors --pth pre.pth
+    --overwrite`` silently replaced the resumable pretraining checkpoint by
+    the stripped teacher."""
+    import hashlib
+    import shutil
+
+    from sapiens2_mm.utils.output_paths import OutputPathError
+    src = tmp_path / 'pre.pth'
+    shutil.copy(pretrain_ckpt[0], src)
+    before = hashlib.sha256(src.read_bytes()).hexdigest()
+    dst, pth = tmp_path / 'o.safetensors', None
+    if case == 'pth is src':
+        pth = src
+    elif case == 'dst links to src':
+        dst.symlink_to(src)
+    else:
+        pth = tmp_path / 'o.safetensors'
+    with pytest.raises(OutputPathError, match='is the input file|one file'):
+        export_pretrain(str(src), str(dst), pth=pth and str(pth),
+                        overwrite=True)
+    assert hashlib.sha256(src.read_bytes()).hexdigest() == before
+    expected = {'pre.pth'} | ({'o.safetensors'} if case == 'dst links to src'
+                              else set())
+    assert {p.name for p in tmp_path.iterdir()} == expected
+
+
+def test_cli_refusal_is_one_line_and_safetensors_mode_matches_pth(
+        tmp_path, pretrain_ckpt, repo_path):
+    import os
+    import stat
+    src, _ = pretrain_ckpt
+    tool = repo_path('tools', 'model_converters', 'export_pretrain.py')
+    out = subprocess.run(
+        [sys.executable, tool, src, str(tmp_path / 'o.safetensors'), '--pth',
+         src, '--overwrite'], capture_output=True, text=True,
+        cwd=repo_path())
+    assert out.returncode == 1 and 'Traceback' not in out.stderr
+    assert out.stderr.strip().startswith('error: The output')
+    assert len(out.stderr.strip().splitlines()) == 1
+    # exported files: the mode torch.save gives a .pth (0666 - umask)
+    old = os.umask(0o027)
+    try:
+        export_pretrain(src, str(tmp_path / 'a.safetensors'),
+                        pth=str(tmp_path / 'a.pth'))
+    finally:
+        os.umask(old)
+    for name in ('a.safetensors', 'a.pth'):
+        assert stat.S_IMODE(os.stat(tmp_path / name).st_mode) == 0o640, name

@@ -375,13 +375,15 @@ def test_interrupted_video_is_redone_and_a_finished_one_skipped(
 
     monkeypatch.setattr(seg_task.SegWriter, 'write', ctrl_c_on_second_frame)
     assert infer.main(args) == 130
-    assert (out / 'clip.partial.mp4').is_file()
+    # the unfinished video under its hidden temporary name
+    assert len(list(out.glob('.clip.mp4.*.partial.mp4'))) == 1
     assert not (out / 'clip.mp4').exists()  # only complete videos get it
     monkeypatch.setattr(seg_task.SegWriter, 'write', write)
     assert infer.main(args) == 0
     cap = cv2.VideoCapture(str(out / 'clip.mp4'))
     assert int(cap.get(cv2.CAP_PROP_FRAME_COUNT)) == 3
     cap.release()
+    assert not list(out.glob('.clip.mp4.*'))  # the stale temporary removed
     with open(out / 'inference_index.jsonl') as f:
         lines = [json.loads(line) for line in f][1:]
     assert [r['video_done'] for r in lines if 'video_done' in r] == [

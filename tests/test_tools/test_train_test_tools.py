@@ -462,27 +462,50 @@ def test_plain_checkpoint_hook_is_made_atomic():
 
 @pytest.mark.slow
 def test_real_sigint_exits_130_without_traceback(trained, tmp_path):
-    """A real Ctrl-C (SIGINT to the process) once iter_3.pth is written."""
+    """A real Ctrl-C (SIGINT to the process) once iter_3.pth is written.
+
+    A test hook (tests/configs/workflow/wait_for_sigint_hook.py) parks the
+    run after iteration 3's checkpoint and writes a marker; the signal is sent
+    only then, so it always lands at that point, never on a race with the
+    training finishing first.
+    """
     import signal
     import subprocess
     import sys
     import time
     work = str(tmp_path / 'w')
+    marker = str(tmp_path / 'parked')
+    cfg = tmp_path / 'parked_cfg.py'
+    cfg.write_text(
+        f'_base_ = [{WORKFLOW_CFG!r}]\n'
+        "custom_imports = dict(imports=['wait_for_sigint_hook'], "
+        'allow_failed_imports=False)\n'
+        f"custom_hooks = [dict(type='WaitForSigintHook', at_iter=3, "
+        f'marker={marker!r})]\n'
+        'train_cfg = dict(max_iters=1000)\n')
     env = dict(os.environ, SAPIENS2_WORKFLOW_DATA=trained.data,
-               OMP_NUM_THREADS='1')
+               OMP_NUM_THREADS='1',
+               PYTHONPATH=os.pathsep.join(
+                   [osp.dirname(WORKFLOW_CFG), REPO_DIR,
+                    os.environ.get('PYTHONPATH', '')]))
     proc = subprocess.Popen(
-        [sys.executable, TRAIN, WORKFLOW_CFG, '--work-dir', work,
-         '--cfg-options', 'train_cfg.max_iters=1000'], cwd=REPO_DIR, env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [sys.executable, TRAIN, str(cfg), '--work-dir', work],
+        cwd=REPO_DIR, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 240
-    while not osp.exists(osp.join(work, 'last_checkpoint')):
-        assert proc.poll() is None and time.time() < deadline
-        time.sleep(0.5)
+    while not osp.exists(marker):
+        if proc.poll() is not None or time.time() > deadline:
+            out, err = proc.communicate(timeout=60)
+            raise AssertionError(f'never parked ({proc.returncode}):\n'
+                                 f'{err[-3000:]}')
+        time.sleep(0.2)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, [
         line for line in (out + err).splitlines()
         if 'nterrupt' in line or 'rror' in line or 'Trace' in line]
     assert 'Traceback' not in err
-    assert 'Last complete checkpoint: ' in err and '--resume' in err
+    assert 'Training interrupted at iteration' in err
+    assert (f'Last complete checkpoint: {osp.join(work, "iter_3.pth")}'
+            in err) and '--resume' in err
     assert not osp.exists(osp.join(work, '.train.lock'))

@@ -123,16 +123,12 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
-def main(argv=None) -> int:
-    args = parse_args(argv)
-    if args.max_batch < 2:
-        raise SystemExit('error: --max-batch must be >= 2 (torch.export '
-                         'specialises a batch of 1 to a constant).')
-    from sapiens2_mm.utils.output_paths import OutputPathError, check_writable_dir
-    try:  # before the model is built and exported, which takes minutes
-        check_writable_dir(args.output, '--output folder')
-    except OutputPathError as err:
-        raise SystemExit(f'error: {err}') from None
+def _export(args):
+    """Build the model and write the requested files.
+
+    Returns:
+        ``(program_path, onnx_path or None, model, (H, W))``.
+    """
     model = init_model(args.config, args.checkpoint, args.device)
     shape = tuple(args.shape or model.backbone.img_size)
     stem = osp.splitext(osp.basename(args.config))[0]
@@ -146,6 +142,24 @@ def main(argv=None) -> int:
         onnx_path = export_onnx(model, shape,
                                 osp.join(args.output, f'{stem}.onnx'))
         print(f'ONNX: {onnx_path}')
+    return program_path, onnx_path, model, shape
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    if args.max_batch < 2:
+        raise SystemExit('error: --max-batch must be >= 2 (torch.export '
+                         'specialises a batch of 1 to a constant).')
+    from sapiens2_mm.utils.output_paths import OutputPathError, check_writable_dir
+    try:  # before the model is built and exported, which takes minutes
+        check_writable_dir(args.output, '--output folder')
+    except OutputPathError as err:
+        raise SystemExit(f'error: {err}') from None
+    from sapiens2_mm.utils.cli_errors import user_errors_as_exit
+    # wrong paths, checkpoints of another task or size, a missing ONNX
+    # package: one error line, as train/test/infer print
+    with user_errors_as_exit(extra=(ImportError, )):
+        program_path, onnx_path, model, shape = _export(args)
     if args.verify:
         diffs = verify(model, shape, program_path, onnx_path)
         for name, diff in diffs.items():

@@ -13,6 +13,7 @@ Example:
 import argparse
 
 import sapiens2_mm  # noqa: F401  (allow-lists mmengine checkpoint classes)
+from sapiens2_mm.utils.cli_errors import user_errors_as_exit
 from sapiens2_mm.utils.pretrain_export import export_pretrain
 
 
@@ -29,8 +30,9 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    state = export_pretrain(args.src, args.dst, args.which, args.pth,
-                            args.overwrite)
+    with user_errors_as_exit():
+        state = export_pretrain(args.src, args.dst, args.which, args.pth,
+                                args.overwrite)
     print(f'Exported the {args.which} backbone ({len(state)} tensors) of '
           f'{args.src} -> {args.dst}' + (f' and {args.pth}' if args.pth else ''))
 

@@ -7,6 +7,7 @@ Example:
 import argparse
 
 from sapiens2_mm.utils.checkpoint_convert import publish_checkpoint
+from sapiens2_mm.utils.cli_errors import user_errors_as_exit
 
 
 def main(argv=None):
@@ -14,7 +15,8 @@ def main(argv=None):
     parser.add_argument('src', help='training checkpoint (.pth)')
     parser.add_argument('dst', help='published file name (hash is appended)')
     args = parser.parse_args(argv)
-    final = publish_checkpoint(args.src, args.dst)
+    with user_errors_as_exit():
+        final = publish_checkpoint(args.src, args.dst)
     print(f'Published {final}')
 
 

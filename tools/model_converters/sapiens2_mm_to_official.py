@@ -8,6 +8,7 @@ import argparse
 
 from sapiens2_mm.utils import TASKS
 from sapiens2_mm.utils.checkpoint_convert import mmengine_to_official
+from sapiens2_mm.utils.cli_errors import user_errors_as_exit
 
 
 def parse_args(argv=None):
@@ -21,7 +22,9 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    task = mmengine_to_official(args.src, args.dst, args.task, args.overwrite)
+    with user_errors_as_exit():
+        task = mmengine_to_official(args.src, args.dst, args.task,
+                                    args.overwrite)
     print(f'Converted {task} checkpoint {args.src} -> {args.dst}')
 
 

@@ -28,7 +28,8 @@ class ImageFolderDataset(BaseDataset):
     """Every image under ``data_root`` (recursively), sorted by path.
 
     Args:
-        data_root: folder to walk (symlinked folders are followed).
+        data_root: folder to walk (symlinked folders are followed, each
+            real folder once: a link loop is listed once and logged).
         folders: sub-folders of ``data_root`` to walk instead of all of it.
         extensions: file suffixes taken as images (case-insensitive).
         verify: decode every file once at start-up and drop the unreadable
@@ -61,7 +62,17 @@ class ImageFolderDataset(BaseDataset):
                          **kwargs)
 
     def _walk(self) -> List[str]:
+        """Image paths under the folders, each real folder visited once.
+
+        Symlinked folders are followed, but a folder reached again (a link
+        loop such as ``self -> .``, or two links to one folder) is not
+        listed again: with ``os.walk(followlinks=True)`` alone a loop lists
+        every image ~40 times and two loops take exponential time. The
+        folders left out are counted in :attr:`repeated_folders` and logged.
+        """
         paths = []
+        visited = set()
+        self.repeated_folders: List[str] = []
         for sub in self.folders:
             root = osp.join(self.data_root, sub)
             if not osp.isdir(root):
@@ -70,11 +81,24 @@ class ImageFolderDataset(BaseDataset):
                     'folder; set data_root (and folders) to folders of '
                     'images.')
             for folder, dirs, files in os.walk(root, followlinks=True):
+                real = osp.realpath(folder)
+                if real in visited:
+                    self.repeated_folders.append(folder)
+                    dirs[:] = []  # do not descend into it again
+                    continue
+                visited.add(real)
                 dirs.sort()
                 paths += [
                     osp.join(folder, name) for name in sorted(files)
                     if name.lower().endswith(self.extensions)
                 ]
+        if self.repeated_folders:
+            print_log(
+                f'ImageFolderDataset: {len(self.repeated_folders)} folder(s) '
+                f'under {self.data_root!r} are symlinks to folders already '
+                'listed (a link loop or a second link); their images are '
+                f'listed once: {self.repeated_folders[:3]}',
+                logger='current', level=logging.WARNING)
         return paths
 
     def _load_boxes(self) -> Dict[str, List[List[float]]]:

@@ -20,6 +20,12 @@ class DenseVisualizationHook(Hook):
     """Write ``out_dir/<image name>`` (PNG when the name's format cannot be
     written) for every ``interval``-th test sample.
 
+    A drawing never replaces a file: when the name is taken (an earlier run,
+    another image of the same name in another folder, the input itself) it is
+    written as ``<name>_1``, ``<name>_2`` ... (as mmpose's hook numbers its
+    drawings). ``tools/test.py --show-dir`` also refuses a folder that holds
+    files or lies in the dataset.
+
     Args:
         out_dir: the folder (created); required when enabled.
         interval: draw every interval-th sample.
@@ -66,11 +72,17 @@ class DenseVisualizationHook(Hook):
                         draw_dense_prediction(image, fields))
 
     @staticmethod
-    def _write(path: str, image) -> None:
-        root, ext = osp.splitext(path)
+    def _write(path: str, image) -> str:
+        """Write ``image`` under ``path`` or the first free name after it;
+        returns the name written."""
+        from ...utils.output_paths import rename_no_clobber, temporary_path
         if not cv2.haveImageWriter(path):
-            ext = ext + '.png'
-        tmp = f'{root}.partial{ext}'
-        if not cv2.imwrite(tmp, image):
-            raise OSError(f'Could not write {root + ext!r}.')
-        os.replace(tmp, root + ext)
+            path = path + '.png'
+        tmp = temporary_path(path)
+        try:
+            if not cv2.imwrite(tmp, image):
+                raise OSError(f'Could not write {path!r}.')
+            return rename_no_clobber(tmp, path)
+        finally:
+            if osp.exists(tmp):
+                os.remove(tmp)

@@ -116,3 +116,23 @@ def test_multiview_pipeline_of_the_tiny_config(repo_path):
     shapes = [tuple(v.shape) for v in sample['inputs']]
     assert shapes == [(3, 64, 48), (3, 64, 48), (3, 32, 32), (3, 32, 32)]
     assert all(v.dtype == torch.uint8 for v in sample['inputs'])
+
+
+def test_symlink_loops_list_each_image_once(tmp_path, monkeypatch):
+    """``self -> .`` listed every image 41 times (os.walk followed the loop
+    until the path was too long); two loops made the walk exponential. Each
+    real folder is visited once, and the repeats are logged."""
+    from sapiens2_mm.datasets.pretrain import image_folder_dataset
+    messages = []
+    monkeypatch.setattr(image_folder_dataset, 'print_log',
+                        lambda msg, **kw: messages.append(msg))
+    root = _folder(tmp_path)
+    os.symlink('.', root / 'self')
+    os.symlink('..', root / 'a' / 'up')
+    os.symlink(str(root / 'b'), root / 'b_again')
+    ds = ImageFolderDataset(data_root=str(root))
+    names = [osp.relpath(ds[i]['img_path'], root) for i in range(len(ds))]
+    assert names == ['z.jpg', 'a/deep/x.JPG', 'b/y.jpeg']
+    assert sorted(osp.relpath(p, root) for p in ds.repeated_folders) == [
+        'a/up', 'b_again', 'self']
+    assert any('3 folder(s)' in m and 'listed once' in m for m in messages)

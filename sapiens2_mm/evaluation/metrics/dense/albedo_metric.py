@@ -12,7 +12,7 @@ from .albedo_errors import (
     masked_ssim_sum,
     scale_invariant_mse,
 )
-from .base_dense_metric import BaseDenseMetric, EmptyMaskError
+from .base_dense_metric import BaseDenseMetric, EmptyMaskError, nonfinite_pixels
 from .sample_access import (
     as_compute_dtype,
     match_size,
@@ -43,6 +43,11 @@ class AlbedoMetric(BaseDenseMetric):
     Extras, per image then averaged: ``extra/si_mse`` (per-channel
     least-squares gain), ``extra/lmse`` (window 20, stride 10),
     ``extra/psnr_per_image``.
+
+    Non-finite predicted values (NaN / inf) are scored as they are: they make
+    the error means NaN or inf (never a good score; with ``clamp_pred`` inf
+    becomes 0 or 1), and their pixels are counted in
+    ``extra/nonfinite_pred_pixels`` (before clamping) with a warning.
 
     Data sample fields: ``pred_albedo`` (3, H, W), ``gt_albedo`` (3, H, W),
     ``gt_mask``.
@@ -94,9 +99,10 @@ class AlbedoMetric(BaseDenseMetric):
             raise ValueError(f'{name}: pred_albedo has {pred.shape[0]} '
                              f'channels, gt_albedo {gt.shape[0]}.')
         pred = match_size(pred, size, sample, self.pred_resize, 'pred_albedo')
+        mask = read_mask(sample, size).to(gt.device)
+        nonfinite = nonfinite_pixels(pred, mask)
         if self.clamp_pred:
             pred = pred.clamp(0.0, 1.0)
-        mask = read_mask(sample, size).to(gt.device)
         num = int(mask.sum())
         if num == 0:
             raise EmptyMaskError(name)
@@ -109,6 +115,7 @@ class AlbedoMetric(BaseDenseMetric):
         return dict(
             sum_l1=sum_l1, sum_l2=sum_l2, num=num, sum_grad=sum_grad,
             num_grad=num_grad, sum_ssim=sum_ssim, num_ssim=num_ssim,
+            nonfinite_pred=nonfinite,
             data_range=self.data_range,
             si_mse=scale_invariant_mse(pred, gt, mask),
             lmse=local_mse(pred, gt, mask, self.lmse_window,

@@ -5,19 +5,33 @@ Every dense metric stores one small record per data sample in
 ``BaseMetric`` gathers those records from all ranks in dataset order and drops
 the padding of the last batch, so sums over the records on rank 0 equal a
 single-process run exactly.
+
+Non-finite predictions (NaN / inf from a diverged model or a bf16 overflow)
+are never scored as good: each metric says how it scores them, and every
+record counts them (``nonfinite_pred``: valid pixels whose prediction is not
+finite), reported as ``extra/nonfinite_pred_pixels`` with a warning.
 """
 from abc import abstractmethod
 from collections import Counter
 from typing import Any, Dict, List, Optional, Sequence
 
+import torch
 from mmengine.evaluator import BaseMetric
 from mmengine.logging import print_log
 
 from .sample_access import PRED_RESIZE_MODES, check_choice, read_meta
 
+NONFINITE_KEY = 'extra/nonfinite_pred_pixels'
+
 
 class EmptyMaskError(ValueError):
     """A sample without a valid pixel (raised by ``_score_sample``)."""
+
+
+def nonfinite_pixels(pred: torch.Tensor, valid: torch.Tensor) -> int:
+    """Pixels of ``valid`` (H, W) where any channel of ``pred`` (C, H, W) is
+    NaN or infinite."""
+    return int((~torch.isfinite(pred).all(dim=0) & valid).sum())
 
 
 class BaseDenseMetric(BaseMetric):
@@ -118,4 +132,18 @@ class BaseDenseMetric(BaseMetric):
             raise ValueError(
                 f'{name}: no sample to evaluate ({len(results)} processed, '
                 f'{len(empty)} without a valid pixel).')
-        return self._reduce(kept)
+        metrics = self._reduce(kept)
+        nonfinite = sum(r.get('nonfinite_pred', 0) for r in kept)
+        if nonfinite:
+            bad = [r['img_path'] for r in kept if r.get('nonfinite_pred')]
+            print_log(
+                f'{name}: {nonfinite} valid pixel(s) of {len(bad)} sample(s) '
+                f'have a non-finite prediction (NaN/inf), {self.nonfinite_rule}'
+                f': {bad[:10]}{" ..." if len(bad) > 10 else ""}',
+                logger='current', level=30)
+            metrics[NONFINITE_KEY] = nonfinite
+        return metrics
+
+    #: how the metric scores non-finite predictions (for the warning)
+    nonfinite_rule = 'which make the error means NaN/inf'
+

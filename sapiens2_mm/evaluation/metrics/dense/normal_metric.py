@@ -17,6 +17,8 @@ from .sample_access import (
     sample_name,
 )
 
+WORST_ANGLE_DEG = 180.0
+
 
 def threshold_key(threshold: float) -> str:
     """``within_<t>_deg`` with the dot replaced (5.0 -> ``within_5_0_deg``)."""
@@ -44,7 +46,10 @@ class NormalMetric(BaseDenseMetric):
     directions. GT normals inside the mask that are not finite or shorter
     than ``min_gt_norm`` carry no direction: those pixels are left out and
     their number is logged (the official evaluator would score a zero GT as
-    90 degrees). Angles are computed in float32 as officially.
+    90 degrees). Angles are computed in float32 as officially. A non-finite
+    predicted normal (NaN / inf) scores the worst angle, 180 degrees
+    (before, NaN fell into histogram bin 0: the best median); their number is
+    reported as ``extra/nonfinite_pred_pixels`` with a warning.
 
     Data sample fields: ``pred_normal`` (3, H, W), ``gt_normal`` (3, H, W),
     ``gt_mask`` (1, H, W) (all valid when absent).
@@ -106,6 +111,9 @@ class NormalMetric(BaseDenseMetric):
             gt_px, pred_px = gt_px[usable], pred_px[usable]
         angle = angles_deg(unit_vectors(pred_px, dim=1),
                            unit_vectors(gt_px, dim=1))  # (N,) float32
+        nonfinite = ~torch.isfinite(pred_px).all(dim=1)
+        angle = torch.where(nonfinite | ~torch.isfinite(angle),
+                            angle.new_tensor(WORST_ANGLE_DEG), angle)
         bins = torch.floor(angle / self.hist_bin_size_deg).long().clamp_(
             0, self.num_bins - 1)
         angle64 = angle.double()
@@ -118,10 +126,13 @@ class NormalMetric(BaseDenseMetric):
                 int((angle < t).sum()) for t in self.extra_angle_thresholds
             ],
             hist=torch.bincount(bins, minlength=self.num_bins).cpu().numpy(),
-            invalid_gt=invalid_gt)
+            invalid_gt=invalid_gt,
+            nonfinite_pred=int(nonfinite.sum()))
         if self.exact_median:
             record['angles'] = angle.cpu().numpy()
         return record
+
+    nonfinite_rule = 'scored as 180 degrees (the worst angle)'
 
     def _reduce(self, records: List[Dict[str, Any]]) -> Dict[str, float]:
         num = sum(r['num'] for r in records)

@@ -10,7 +10,7 @@ from mmengine.logging import print_log
 from sapiens2_mm.registry import METRICS
 
 from .alignment import ALIGNMENTS, align
-from .base_dense_metric import BaseDenseMetric, EmptyMaskError
+from .base_dense_metric import BaseDenseMetric, EmptyMaskError, nonfinite_pixels
 from .geometry import angles_deg, sobel_normals
 from .geometry_errors import depth_errors, point_errors
 from .normal_metric import threshold_key
@@ -50,6 +50,22 @@ def field_of_view_deg(focal: float, size: float) -> float:
     return math.degrees(2.0 * math.atan(size / (2.0 * focal)))
 
 
+def _original_fx(sample: Any) -> Optional[float]:
+    """fx of the original image: ``ori_cam_K``, or ``cam_K`` when the image
+    was not resized (``img_shape == ori_shape``); None otherwise."""
+    cam_k = read_meta(sample, 'ori_cam_K')
+    if cam_k is None:
+        cam_k = read_meta(sample, 'cam_K')
+        img_shape = read_meta(sample, 'img_shape')
+        ori_shape = read_meta(sample, 'ori_shape')
+        if cam_k is None or (img_shape is not None and ori_shape is not None
+                             and tuple(img_shape)[:2] != tuple(ori_shape)[:2]):
+            return None
+    return float(np.asarray(
+        cam_k.detach().cpu() if hasattr(cam_k, 'detach') else cam_k,
+        dtype=np.float64).reshape(3, 3)[0, 0])
+
+
 @METRICS.register_module()
 class PointmapMetric(BaseDenseMetric):
     """Pointmap metrics over the GT mask.
@@ -76,17 +92,25 @@ class PointmapMetric(BaseDenseMetric):
     * ``extra/scale_rel_err`` = ``|s^ - s| / s`` (``pred_scale`` against
       ``canonical_scale``) and ``extra/fov_x_err_deg`` = horizontal field of
       view error, ``2 atan(W / 2f)`` with ``pred_focal_length`` against
-      ``cam_K[0, 0]`` (both in the pixel frame of the GT arrays, W = GT
-      width); averaged over the samples that carry the values (the number
-      without them is logged).
+      ``ori_cam_K[0, 0]``, both in pixels of the original image, W its width
+      (``ori_shape``, else the GT width). ``cam_K`` is the network input's
+      (after the test resize), so it is used only without ``ori_cam_K`` and
+      when the image was not resized (``img_shape`` equal to ``ori_shape``).
+      Averaged over the samples that carry the values (the number without
+      them is logged).
 
     Data sample fields: ``pred_pointmap`` (3, H, W; metric by default, see
     ``pred_pointmap_space``), ``gt_pointmap`` (3, H, W canonical), ``gt_mask``;
     metainfo ``pred_scale``, ``canonical_scale`` (768 / fx); optionally
     ``pred_depth`` / ``gt_depth`` (1, H, W metric; else the z of the metric
-    pointmaps), ``pred_focal_length``, ``cam_K``. Metric GT points are
+    pointmaps), ``pred_focal_length``, ``ori_cam_K`` (or ``cam_K``),
+    ``ori_shape``, ``img_shape``. Metric GT points are
     ``gt_pointmap / canonical_scale``. Pixels of the mask with non-finite GT
     are left out (logged); the extras also leave out GT depth <= 0.
+    Non-finite predicted points (NaN / inf) are scored as they are: they
+    make the distance means NaN or inf and count in no ``within_*``
+    threshold (never a good score), and their pixels are counted in
+    ``extra/nonfinite_pred_pixels`` with a warning.
 
     Args:
         distance_thresholds: official distance thresholds (canonical units).
@@ -153,6 +177,7 @@ class PointmapMetric(BaseDenseMetric):
             canonical_pred = pred
         record = self._official_sums(canonical_pred, gt, valid)
         record['invalid_gt'] = int((mask & ~finite).sum())
+        record['nonfinite_pred'] = nonfinite_pixels(pred, valid)
         if self.alignments:
             record['extras'] = self._extras(sample, pred, gt, valid)
         record.update(self._camera_errors(sample, size))
@@ -238,12 +263,10 @@ class PointmapMetric(BaseDenseMetric):
         if scale_hat is not None and scale is not None and scale > 0:
             out['scale_rel_err'] = abs(scale_hat - scale) / scale
         focal_hat = _scalar(read_meta(sample, 'pred_focal_length'))
-        cam_k = read_meta(sample, 'cam_K')
-        if focal_hat is not None and cam_k is not None and focal_hat > 0:
-            fx = float(np.asarray(
-                cam_k.detach().cpu() if hasattr(cam_k, 'detach') else cam_k,
-                dtype=np.float64).reshape(3, 3)[0, 0])
-            width = float(size[1])
+        fx = _original_fx(sample)
+        if focal_hat is not None and fx is not None and focal_hat > 0:
+            ori_shape = read_meta(sample, 'ori_shape')
+            width = float(ori_shape[1] if ori_shape is not None else size[1])
             out['fov_x_err_deg'] = abs(
                 field_of_view_deg(focal_hat, width) -
                 field_of_view_deg(fx, width))
@@ -290,7 +313,8 @@ class PointmapMetric(BaseDenseMetric):
                           'GT depth > 0 in the mask are left out of the '
                           'aligned extras.', logger='current', level=30)
         for key, needs in (('scale_rel_err', 'pred_scale and canonical_scale'),
-                           ('fov_x_err_deg', 'pred_focal_length and cam_K')):
+                           ('fov_x_err_deg', 'pred_focal_length and '
+                            'ori_cam_K')):
             missing = sum(r[key] is None for r in records)
             if 0 < missing < len(records):
                 print_log(f'PointmapMetric: {missing} of {len(records)} '

@@ -2,13 +2,13 @@
 import glob
 import os.path as osp
 from collections import OrderedDict
-from typing import Dict, Optional, Sequence
+from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from mmengine.dist import is_main_process
-from mmengine.logging import MMLogger
+from mmengine.logging import MMLogger, print_log
 from mmseg.evaluation.metrics import IoUMetric
 from PIL import Image
 
@@ -32,7 +32,12 @@ class SegIoUMetric(IoUMetric):
       ``pred_sem_seg``, which is what mmseg's metric reads);
     * ``nan_to_num=0.0`` by default, so classes absent from both prediction
       and label count as IoU 0 and background is included in the means;
-    * per-class IoU is returned as ``IoU.<class name>`` next to the means.
+    * per-class IoU is returned as ``IoU.<class name>`` next to the means;
+    * a pixel whose (resized) logits are not all finite (NaN / inf) is scored
+      as wrong: it counts for its label's class and matches no prediction
+      (argmax would pick a class for it, mmseg's metric scores whatever that
+      is). Their number is reported as ``nonfinite_pred_pixels`` with a
+      warning.
 
     With ``nan_to_num=None`` the numbers follow mmseg's convention (absent
     classes excluded from the means) and equal ``mmseg.IoUMetric``.
@@ -84,9 +89,11 @@ class SegIoUMetric(IoUMetric):
         self.per_class = per_class
         self._written: Dict[str, str] = {}  # PNG path -> image it came from
 
-    def _prediction(self, data_sample: dict,
-                    out_shape: Optional[tuple]) -> torch.Tensor:
-        """(H, W) predicted labels, at ``out_shape`` when given.
+    def _prediction(self, data_sample: dict, out_shape: Optional[tuple]
+                    ) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+        """(H, W) predicted labels, at ``out_shape`` when given, and the
+        (H, W) bool map of pixels with non-finite logits (None without
+        logits); those pixels get the label K (no class).
 
         Args:
             data_sample: with ``seg_logits.data`` (K, h, w) and/or
@@ -108,7 +115,12 @@ class SegIoUMetric(IoUMetric):
             if size is not None and tuple(logits.shape[-2:]) != tuple(size):
                 logits = F.interpolate(logits[None].float(), size=tuple(size),
                                        mode='bilinear', align_corners=False)[0]
-            return logits.argmax(dim=0)
+            labels = logits.argmax(dim=0)
+            bad = ~torch.isfinite(logits).all(dim=0)
+            if bool(bad.any()):
+                # a class index no histogram bin holds: never a match
+                labels = labels.masked_fill(bad, logits.shape[0])
+            return labels, bad
         if pred is None:
             raise ValueError(
                 f'{name} has one-channel (binary) seg_logits and no '
@@ -121,7 +133,7 @@ class SegIoUMetric(IoUMetric):
                 f'pred_sem_seg of {name} is {tuple(pred.shape)} but its label '
                 f'is {tuple(out_shape)}; give seg_logits (resized here) or '
                 'predictions at label size.')
-        return pred
+        return pred, None
 
     def _write_png(self, data_sample: dict, pred: torch.Tensor) -> None:
         """Write ``pred`` as ``{output_dir}/{image stem}.png`` (mmseg's
@@ -166,12 +178,15 @@ class SegIoUMetric(IoUMetric):
                     'gt_sem_seg to evaluate against; to only write the '
                     'predictions set format_only=True and output_dir.')
             label = None if gt is None else gt['data'].squeeze(0)
-            pred = self._prediction(
+            pred, bad = self._prediction(
                 data_sample, None if label is None else tuple(label.shape))
             if not self.format_only:
-                self.results.append(
-                    self.intersect_and_union(pred, label.to(pred),
-                                             num_classes, self.ignore_index))
+                areas = self.intersect_and_union(pred, label.to(pred),
+                                                 num_classes,
+                                                 self.ignore_index)
+                nonfinite = 0 if bad is None else int(
+                    (bad & (label.to(pred) != self.ignore_index)).sum())
+                self.results.append((*areas, nonfinite))
             if self.output_dir is not None:
                 self._write_png(data_sample, pred)
 
@@ -186,7 +201,15 @@ class SegIoUMetric(IoUMetric):
             MMLogger.get_current_instance().info(
                 f'SegIoUMetric: label maps written to {self.output_dir}')
             return OrderedDict()
+        nonfinite = sum(r[4] for r in results)
+        results = [r[:4] for r in results]
         metrics = OrderedDict(super().compute_metrics(results))
+        if nonfinite:
+            print_log(
+                f'SegIoUMetric: {nonfinite} labelled pixel(s) have non-finite '
+                'seg_logits (NaN/inf); they are scored as wrong.',
+                logger='current', level=30)
+            metrics['nonfinite_pred_pixels'] = nonfinite
         if not self.per_class:
             return metrics
         totals = [sum(area) for area in zip(*results)]

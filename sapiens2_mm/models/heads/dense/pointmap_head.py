@@ -212,7 +212,8 @@ class PointmapHead(DenseHeadBase):
                 f'for {where}; metric depth = canonical / scale needs a '
                 f'scale > {self.min_scale}. The model may be untrained or the '
                 "input far from its training data; set scale_guard='clamp' "
-                'to clamp it instead.')
+                'to clamp it instead (tools/infer.py, train.py, test.py: '
+                '--cfg-options model.decode_head.scale_guard=clamp).')
         print_log(f'Pointmap scale {scale} of {where} clamped to '
                   f'{self.min_scale}.', logger='current', level=30)
         return self.min_scale
