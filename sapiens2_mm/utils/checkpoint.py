@@ -100,6 +100,25 @@ def select_prefix(state_dict: Mapping[str, torch.Tensor],
     }
 
 
+def pretrained_load_message(path: str, raw: Mapping[str, torch.Tensor],
+                            loaded: Mapping[str, torch.Tensor],
+                            prefix: str, limit: int = 10) -> str:
+    """What a ``Pretrained`` init loaded: the file, the tensor count and the
+    keys of the file left out (those outside ``prefix`` when the file has
+    keys under it, e.g. the head of a task checkpoint)."""
+    selected = any(k.startswith(prefix) for k in raw)
+    skipped = [k for k in raw if not k.startswith(prefix)] if selected else []
+    text = (f'Pretrained: loaded {len(loaded)} tensors from {path}'
+            + (f' (keys under {prefix!r})' if selected else ''))
+    if not skipped:
+        return text + '; every tensor of the file was used.'
+    shown = ', '.join(skipped[:limit])
+    more = (f' ... and {len(skipped) - limit} more'
+            if len(skipped) > limit else '')
+    return (text + f'; {len(skipped)} key(s) of the file not used: '
+            f'{shown}{more}.')
+
+
 def _listing(title: str, keys: Iterable[str], limit: int = 20) -> str:
     keys = list(keys)
     if not keys:
