@@ -7,6 +7,12 @@ Conventions (the official demos' drawings):
   bound (near = red, far = blue); invalid depth (non-finite or <= 0) black;
 * albedo: ``255 * clamp(a, 0, 1)``.
 
+With a foreground mask (the official demos' ``--seg_dir``), the background
+of a drawing is a flat colour (normals black, albedo and depth grey 100, as
+the official demos) or the photo (``background='photo'``, the demos'
+``--no-black-background``); a depth drawing's bounds then come from the
+foreground only.
+
 Normals and albedo become 8-bit by truncation (``astype(np.uint8)``) as the
 official demos do (``rounding='truncate'``); ``rounding='round'`` rounds to
 the nearest level instead (at most one level brighter; the 8-bit image is
@@ -27,6 +33,35 @@ DEPTH_PERCENTILES = (1.0, 99.0)
 LEGEND_HEIGHT = 24
 #: How float colours in [0, 255] become 8-bit (see the module docstring).
 ROUNDINGS = ('truncate', 'round')
+#: What the background of a masked drawing shows.
+BACKGROUNDS = ('colour', 'photo')
+#: The official demos' background colours (BGR) per drawn field.
+BACKGROUND_COLOURS = {'pred_normal': (0, 0, 0),
+                      'pred_depth': (100, 100, 100),
+                      'pred_albedo': (100, 100, 100)}
+
+
+def mask_background(drawing: np.ndarray, foreground: Optional[np.ndarray],
+                    image: np.ndarray, colour: Tuple[int, int, int],
+                    background: str = 'colour') -> np.ndarray:
+    """``drawing`` (H, W, 3) with the pixels outside ``foreground`` (H, W)
+    set to ``colour`` or, with ``background='photo'``, to ``image``'s.
+
+    Raises:
+        ValueError: an unknown ``background`` or a mask of another size.
+    """
+    if background not in BACKGROUNDS:
+        raise ValueError(f'background must be one of {BACKGROUNDS}, got '
+                         f'{background!r}.')
+    if foreground is None:
+        return drawing
+    if foreground.shape != drawing.shape[:2]:
+        raise ValueError(f'foreground mask {foreground.shape} does not match '
+                         f'the drawing {drawing.shape[:2]}.')
+    out = drawing.copy()
+    back = ~foreground
+    out[back] = image[back] if background == 'photo' else colour
+    return out
 
 
 def to_uint8(levels: np.ndarray, rounding: str = 'truncate') -> np.ndarray:
@@ -63,11 +98,16 @@ def valid_depth(depth: np.ndarray) -> np.ndarray:
     return np.isfinite(depth) & (depth > 0)
 
 
-def depth_range(depth: np.ndarray) -> Optional[Tuple[float, float]]:
+def depth_range(depth: np.ndarray,
+                foreground: Optional[np.ndarray] = None
+                ) -> Optional[Tuple[float, float]]:
     """(near, far) bounds of a depth map in metres, or None if no pixel is
-    valid: the 1st and 99th percentiles of the valid depth, clamped to
-    [0.1, 250] m (far > near is guaranteed)."""
+    valid: the 1st and 99th percentiles of the valid depth (in
+    ``foreground`` only, when given), clamped to [0.1, 250] m (far > near
+    is guaranteed)."""
     valid = valid_depth(depth)
+    if foreground is not None:
+        valid &= foreground
     if not valid.any():
         return None
     lo, hi = np.percentile(depth[valid], DEPTH_PERCENTILES)
@@ -131,7 +171,34 @@ def side_by_side(image: np.ndarray, drawing: np.ndarray) -> np.ndarray:
     return np.concatenate([image, drawing], axis=1)
 
 
-def draw_dense_prediction(image: np.ndarray, fields: dict) -> np.ndarray:
+def colour_dense_field(name: str, value: np.ndarray, image: np.ndarray,
+                       foreground: Optional[np.ndarray] = None,
+                       background: str = 'colour',
+                       rounding: str = 'truncate',
+                       bounds: Optional[Tuple[float, float]] = None
+                       ) -> np.ndarray:
+    """(H, W, 3) uint8 BGR colours of one dense field (``pred_normal``,
+    ``pred_depth`` or ``pred_albedo``), background masked (module
+    docstring). ``bounds``: the depth bounds (default from the foreground).
+    """
+    if name == 'pred_normal':
+        drawing = normal_to_bgr(value, rounding)
+    elif name == 'pred_albedo':
+        drawing = albedo_to_bgr(value, rounding)
+    elif name == 'pred_depth':
+        if bounds is None:
+            bounds = depth_range(value, foreground)
+        drawing = depth_to_bgr(value, bounds)
+    else:
+        raise ValueError(f'No colouring for {name!r}.')
+    return mask_background(drawing, foreground, image,
+                           BACKGROUND_COLOURS[name], background)
+
+
+def draw_dense_prediction(image: np.ndarray, fields: dict,
+                          foreground: Optional[np.ndarray] = None,
+                          background: str = 'colour',
+                          rounding: str = 'truncate') -> np.ndarray:
     """``[image | prediction]`` for whichever dense prediction ``fields``
     holds, checked in the order ``pred_normal``, ``pred_depth``,
     ``pred_albedo``.
@@ -139,22 +206,32 @@ def draw_dense_prediction(image: np.ndarray, fields: dict) -> np.ndarray:
     Args:
         image: (H, W, 3) uint8 BGR input.
         fields: name -> (H, W, C) float array (channels last).
+        foreground: (H, W) bool mask, or None (whole frame).
+        background: ``'colour'`` (the official flat colours) or ``'photo'``
+            outside the foreground.
+        rounding: see :func:`to_uint8`.
 
     Raises:
         ValueError: none of the three fields is given.
     """
+    def colour(name, value, bounds=None):
+        return colour_dense_field(name, value, image, foreground, background,
+                                  rounding, bounds)
+
     if fields.get('pred_normal') is not None:
-        return side_by_side(image, normal_to_bgr(fields['pred_normal']))
+        return side_by_side(image, colour('pred_normal',
+                                          fields['pred_normal']))
     if fields.get('pred_depth') is not None:
         depth = fields['pred_depth']
         depth = depth[..., 0] if depth.ndim == 3 else depth
-        bounds = depth_range(depth)
+        bounds = depth_range(depth, foreground)
         drawing = np.concatenate(
-            [depth_to_bgr(depth, bounds),
+            [colour('pred_depth', depth, bounds),
              depth_legend(depth.shape[1], bounds)], axis=0)
         return side_by_side(image, drawing)
     if fields.get('pred_albedo') is not None:
-        return side_by_side(image, albedo_to_bgr(fields['pred_albedo']))
+        return side_by_side(image, colour('pred_albedo',
+                                          fields['pred_albedo']))
     raise ValueError(
         f'No dense prediction to draw; got fields {sorted(fields)}, expected '
         'pred_normal, pred_depth or pred_albedo.')
