@@ -49,6 +49,9 @@ SLURM = 'needs a Slurm cluster (srun)'
 DIST = 'tests/test_tools/test_distributed.py::' \
        'test_two_process_gloo_train_and_eval_match_single_process'
 EXPORT = 'tests/test_tools/test_deployment.py::test_cli_exports_and_verifies'
+# tools/dist_train.sh with the FSDP snippet on a tiny config, 2 CPU ranks
+FSDP = 'tests/test_engine/test_fsdp_strategy.py::' \
+    'test_fsdp_equals_ddp_with_weight_decay_and_layer_groups'
 
 DENSE_TRAIN = 'tests/test_tools/test_dense_tiny_training.py::' \
     'test_tiny_dense_config_learns_and_tests'
@@ -113,10 +116,11 @@ COVERAGE = {
     'GPUS=8 tools/slurm_test.sh PARTITION JOB CONFIG CHECKPOINT [options]':
         ('reason', SLURM),
     'tools/dist_train.sh configs/pose/'
-    'sapiens2-5b_8xb2-20k_sapiens308-1024x768_fsdp.py 8': ('reason', (
-        'FSDP needs CUDA GPUs; the leaf config is the one the page tells the '
-        'user to write (its snippet is built in ' 'tests/test_tools/'
-        'test_distributed.py::test_fsdp_snippet_builds_strategy_and_policies)')),
+    'sapiens2-5b_8xb2-20k_sapiens308-1024x768_fsdp.py 8': ('test', FSDP),
+    'python tools/analysis_tools/benchmark_fsdp.py --embed-dims 384 '
+    '--num-layers 8 --iters 3 --out fsdp_bench.json': (
+        'test', 'tests/test_tools/test_benchmark_fsdp.py::'
+        'test_tiny_benchmark_variants_agree_and_shard'),
     'python tools/infer.py pose configs/pose/'
     'sapiens2-1b_8xb7-20k_sapiens308-1024x768.py '
     'checkpoints/pose/sapiens2_1b_pose.safetensors --input photos/ '
@@ -197,7 +201,10 @@ COVERAGE = {
             'test_train_tiny_pretrain and every pretrain config is built in '
             'tests/test_configs.py')),
     'tools/dist_train.sh configs/pretrain/sapiens2-1b_pretrain-1024x768.py 8':
-        ('reason', 'the 1B pretrain config uses FSDP, which needs CUDA GPUs'),
+        ('reason', (
+            'official-size 1B pretraining (FSDP on 8 GPUs); its FSDP path runs '
+            'on the tiny pretrain config, 2 CPU ranks, in tests/test_engine/'
+            'test_fsdp_strategy.py::test_fsdp_pretraining_teacher_equals_ddp')),
     'GPUS=64 tools/slurm_train.sh PARTITION pretrain_1b '
     'configs/pretrain/sapiens2-1b_pretrain-1024x768.py work_dirs/pretrain_1b':
         ('reason', SLURM),
@@ -211,6 +218,13 @@ COVERAGE = {
     'python tools/train.py configs/seg/sapiens2-1b_8xb8-20k_seg29-1024x768.py '
     '--cfg-options model.backbone.init_cfg.checkpoint='
     'sapiens2_1b_pretrain.safetensors': ('test', FINETUNE),
+    'python tools/model_converters/export_pretrain.py '
+    'work_dirs/sapiens2-tiny_pretrain-cpu-64x48/iter_40.pth '
+    'work_dirs/sapiens2_tiny_pretrain.safetensors':
+        ('test', 'test_tiny_pretrain_export_finetune_chain'),
+    'python tools/train.py configs/pretrain/'
+    'sapiens2-tiny_finetune-pose_cocosample-128x96.py':
+        ('test', 'test_tiny_pretrain_export_finetune_chain'),
     # Speed options (docs/inference.md).
     'python tools/infer.py pose CONFIG CKPT --input photos/ --output out/ '
     '--bboxes boxes.json --batch-size 16 --compile --dtype bf16': ('reason', (
@@ -453,3 +467,84 @@ def test_train_tiny_pretrain(tmp_path):
     train_tool.main([TINY_PRETRAIN, '--work-dir', work, '--cfg-options',
                      'train_cfg.max_iters=2', 'experiment_name=docs_pretrain'])
     assert osp.isfile(osp.join(work, 'iter_2.pth'))
+
+
+def torch_equal(a, b) -> bool:
+    return bool((a.float() == b.float()).all())
+
+
+def _run_log(work_dir: str) -> str:
+    (path, ) = glob.glob(osp.join(work_dir, '*', '*.log'))
+    with open(path) as f:
+        return f.read()
+
+
+def _pth_state(path: str) -> dict:
+    import torch
+    return torch.load(path, map_location='cpu', weights_only=True)[
+        'state_dict']
+
+
+def test_tiny_pretrain_export_finetune_chain(tmp_path):
+    """docs/pretrain.md's CPU chain: pretrain (1 iteration here), export
+    the teacher, fine-tune the tiny pose config from it (1 iteration at
+    lr 0, so the saved backbone is the export, tensor for tensor). The load
+    is logged with the file and the tensor count (issue 18 items 11, 15)."""
+    import export_pretrain
+    from safetensors.torch import load_file
+    pre = str(tmp_path / 'pre')
+    train_tool.main([TINY_PRETRAIN, '--work-dir', pre, '--cfg-options',
+                     'train_cfg.max_iters=1', 'experiment_name=chain_pre'])
+    exported = str(tmp_path / 'sapiens2_tiny_pretrain.safetensors')
+    export_pretrain.main([osp.join(pre, 'iter_1.pth'), exported])
+    work = str(tmp_path / 'ft')
+    finetune = osp.join(REPO_DIR, 'configs', 'pretrain',
+                        'sapiens2-tiny_finetune-pose_cocosample-128x96.py')
+    train_tool.main([finetune, '--work-dir', work, '--cfg-options',
+                     f'model.backbone.init_cfg.checkpoint={exported}',
+                     'train_cfg.max_iters=1', 'optim_wrapper.optimizer.lr=0.0',
+                     'experiment_name=chain_ft'])
+    weights = load_file(exported)
+    saved = _pth_state(osp.join(work, 'iter_1.pth'))
+    for key, value in weights.items():
+        assert torch_equal(saved[f'backbone.{key}'], value), key
+    assert (f'Pretrained: loaded {len(weights)} tensors from {exported}; '
+            'every tensor of the file was used.') in _run_log(work)
+
+
+def test_init_cfg_override_on_a_config_whose_init_cfg_is_none(tmp_path):
+    """The tiny pose config has init_cfg=None; the documented override
+    loads the backbone of a task checkpoint (its head keys are skipped and
+    listed in the log)."""
+    import torch
+    from mmengine.config import Config
+    from safetensors.torch import save_file
+
+    from sapiens2_mm.registry import MODELS
+    config = osp.join(REPO_DIR, 'configs', 'pose',
+                      'sapiens2-tiny_1xb12-300_cocosample-128x96.py')
+    cfg = Config.fromfile(config)
+    assert cfg.model.backbone.init_cfg is None
+    torch.manual_seed(3)
+    backbone = MODELS.build(cfg.model.backbone)
+    backbone.init_weights()
+    state = {f'backbone.{k}': v.contiguous()
+             for k, v in backbone.state_dict().items()}
+    state['head.final_layer.weight'] = torch.zeros(17, 16, 1, 1)
+    path = str(tmp_path / 'task.safetensors')
+    save_file(state, path)
+    work = str(tmp_path / 'w')
+    train_tool.main([config, '--work-dir', work, '--cfg-options',
+                     f'model.backbone.init_cfg.checkpoint={path}',
+                     'train_cfg.max_iters=1', 'optim_wrapper.optimizer.lr=0.0',
+                     'experiment_name=init_none'])
+    saved = _pth_state(osp.join(work, 'iter_1.pth'))
+    for key, value in state.items():
+        if key.startswith('backbone.'):
+            assert torch_equal(saved[key], value), key
+    log = _run_log(work)
+    assert ('model.backbone.init_cfg was None; it starts from '
+            "{'type': 'Pretrained'} instead.") in log
+    assert (f'Pretrained: loaded {len(state) - 1} tensors from {path} (keys '
+            "under 'backbone.'); 1 key(s) of the file not used: "
+            'head.final_layer.weight.') in log

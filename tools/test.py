@@ -27,10 +27,12 @@ from train import (  # noqa: E402
     build_runner,
     cleanup_distributed,
     ensure_writable_dir,
+    is_fsdp,
     load_config,
     parse_with_common_args,
     prepare_cpu_distributed,
     resolve_work_dir,
+    wait_for_all_ranks,
 )
 
 METRICS_FILE = 'test_metrics.json'
@@ -77,6 +79,14 @@ def set_checkpoint(cfg: Config, checkpoint: str) -> None:
             'tools/train.py or an official .safetensors file.')
     cfg.load_from = None
     cfg.resume = False
+    if is_fsdp(cfg):
+        # Sapiens2FSDPStrategy loads it (the same checks) into the plain
+        # model before wrapping; FlexibleRunner's test would call
+        # init_weights, which reads pretrain init_cfg files a tester does not
+        # need and the plain Runner never calls for testing
+        cfg.strategy.load_before_wrap = dict(checkpoint=checkpoint)
+        cfg.init_weights_for_test_or_val = False
+        return
     hooks = [
         h for h in (cfg.get('custom_hooks') or [])
         if 'CheckedCheckpointLoadHook' not in str(h.get('type'))
@@ -229,6 +239,7 @@ def main(argv: Optional[List[str]] = None) -> dict:
     try:
         runner = build_runner(cfg)
         metrics = runner.test()
+        wait_for_all_ranks()
         main_process = is_main_process()  # before the group is destroyed
     except Exception as err:
         from sapiens2_mm.utils.checkpoint import CheckpointMismatchError

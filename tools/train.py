@@ -133,7 +133,7 @@ def enable_amp(cfg: Config) -> None:
         return
     wrapper.type = 'AmpOptimWrapper'
     wrapper.dtype = AMP_DTYPE
-    if 'FSDP' in str((cfg.get('strategy') or {}).get('type', '')):
+    if is_fsdp(cfg):
         wrapper.use_fsdp = True  # sharded gradient scaler
     # bf16 keeps fp32's exponent range: no loss scaling needed
     wrapper.loss_scale = 1.0
@@ -157,6 +157,13 @@ def set_resume(cfg: Config, resume: Optional[str],
     notes = notes if notes is not None else []
     if resume == 'auto':
         found, skipped = find_resume_checkpoint(cfg.work_dir)
+        if found is None and skipped:
+            # checkpoints exist but none reads: starting over would silently
+            # throw the run away; that must be the user's explicit choice
+            raise ToolError(
+                f'--resume: no checkpoint of {cfg.work_dir} can be read:\n  ' +
+                '\n  '.join(skipped) + '\nMove them away (or use another '
+                '--work-dir) to start over, or --resume PATH a good copy.')
         for line in skipped:
             notes.append(f'--resume: {line}')
         if found is None:
@@ -173,9 +180,15 @@ def set_resume(cfg: Config, resume: Optional[str],
                          f'checkpoint {found}.')
         else:
             notes.append(f'--resume: resuming from {found}.')
+        check_checkpoint_task(cfg, found)
         cfg.resume = True
         cfg.load_from = found
         return
+    if osp.isdir(resume):
+        raise ToolError(
+            f'--resume {resume!r} is a folder (per-rank shards of an FSDP '
+            "state_dict_cfg='local' run?); resume takes a checkpoint file "
+            "saved with state_dict_cfg='full'.")
     if not osp.isfile(resume):
         raise ToolError(
             f'--resume checkpoint not found: {resume!r}. Use --resume auto to '
@@ -186,8 +199,38 @@ def set_resume(cfg: Config, resume: Optional[str],
             f'--resume checkpoint {resume!r} cannot be read ({problem}); it '
             'may be truncated. Use --resume auto to take the newest complete '
             'checkpoint of the work dir.')
+    check_checkpoint_task(cfg, resume)
     cfg.resume = True
     cfg.load_from = resume
+
+
+def check_checkpoint_task(cfg: Config, checkpoint: str) -> None:
+    """Refuse to resume a checkpoint trained for another task.
+
+    The task of each side is read from its config (the checkpoint's is in
+    ``meta.cfg``); without this, the optimizer groups of the other model
+    fail to load with a traceback that names neither task.
+    """
+    import torch
+    from mmengine.config import Config as MMConfig
+
+    from sapiens2_mm.apis.tasks.base import config_task
+    from sapiens2_mm.utils.safe_torch_load import (
+        allow_mmengine_checkpoint_globals,
+    )
+    allow_mmengine_checkpoint_globals()
+    try:
+        meta = torch.load(checkpoint, map_location='cpu', mmap=True,
+                          weights_only=True).get('meta') or {}
+        saved = MMConfig.fromstring(meta['cfg'], file_format='.py')
+        theirs, ours = config_task(saved), config_task(cfg)
+    except Exception:  # noqa: BLE001 - no task recorded: nothing to compare
+        return
+    if theirs != ours:
+        raise ToolError(
+            f'--resume {checkpoint}: checkpoint of task {theirs}, config of '
+            f'task {ours}. Resume with the config the checkpoint was trained '
+            'with, or fine-tune from it with load_from (--load-partial).')
 
 
 def route_load_from(cfg: Config, partial: bool,
@@ -207,6 +250,13 @@ def route_load_from(cfg: Config, partial: bool,
         raise ToolError(
             f'load_from checkpoint not found: {source!r}. Fix the path in '
             'the config (or --cfg-options load_from=PATH).')
+    if is_fsdp(cfg):
+        # Sapiens2FSDPStrategy loads it the same way into the plain model,
+        # after init_weights and before wrapping
+        cfg.load_from = None
+        cfg.strategy.load_before_wrap = dict(checkpoint=source,
+                                             allow_partial=partial)
+        return
     if cfg.get('strategy') is not None:
         if notes is not None:
             notes.append(
@@ -270,23 +320,19 @@ def prepare_cpu_distributed(cfg: Config) -> None:
 def check_strategy(cfg: Config) -> None:
     """Refuse FSDP/DeepSpeed set-ups that cannot run here, with the reason."""
     import importlib.util
-
-    from mmengine.device import get_device
     strategy = cfg.get('strategy')
     if not strategy:
         return
     kind = str(strategy.get('type', ''))
-    if 'FSDP' in kind and get_device() == 'cpu':
+    if kind in ('FSDPStrategy', 'mmengine.FSDPStrategy'):
         raise ToolError(
-            'The config uses FSDPStrategy, but torch FullyShardedDataParallel '
-            '(which mmengine wraps) needs a GPU or other accelerator: torch '
-            'raises "FSDP needs a non-CPU accelerator device" on CPU. Train '
-            'without the strategy on CPU (DDP with gloo works: '
-            'tools/dist_train.sh CONFIG N).')
+            f"strategy.type={kind!r}: use 'Sapiens2FSDPStrategy' (mmengine's "
+            'FSDPStrategy with its weight-decay, clipping, resume and testing '
+            'defects fixed; see configs/_base_/strategies/fsdp_bf16.py).')
     if 'FSDP' in kind and cfg.launcher == 'none':
         raise ToolError(
             'FSDPStrategy needs a distributed launch (a process group), even '
-            'on one GPU: use tools/dist_train.sh CONFIG 1.')
+            'on one device: use tools/dist_train.sh CONFIG 1.')
     if 'DeepSpeed' in kind:
         if importlib.util.find_spec('deepspeed') is None:
             raise ToolError(
@@ -298,6 +344,19 @@ def check_strategy(cfg: Config) -> None:
             raise ToolError(
                 f'DeepSpeedStrategy needs optim_wrapper.type='
                 f"'DeepSpeedOptimWrapper', got {wrapper!r}.")
+
+
+def is_fsdp(cfg: Config) -> bool:
+    """Whether ``cfg`` trains with an FSDP strategy."""
+    return 'FSDP' in str((cfg.get('strategy') or {}).get('type', ''))
+
+
+def wait_for_all_ranks() -> None:
+    """Barrier after a finished run, so that no rank tears its connections
+    down while another is still in a collective (gloo aborts then)."""
+    import torch.distributed as torch_dist
+    if torch_dist.is_available() and torch_dist.is_initialized():
+        torch_dist.barrier()
 
 
 def cleanup_distributed() -> None:
@@ -445,6 +504,7 @@ def main(argv: Optional[List[str]] = None):
             for note in notes:
                 runner.logger.warning(note)
             runner.train()
+        wait_for_all_ranks()
     except (KeyboardInterrupt, SyntaxError) as err:
         if isinstance(err, SyntaxError) and not interrupt.seen:
             raise

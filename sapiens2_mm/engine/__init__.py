@@ -1,3 +1,4 @@
-"""Optimizer-wrapper constructors and hooks."""
+"""Optimizer-wrapper constructors, hooks and training strategies."""
 from .hooks import *  # noqa: F401,F403
 from .optimizers import *  # noqa: F401,F403
+from .strategies import *  # noqa: F401,F403

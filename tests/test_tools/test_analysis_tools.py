@@ -97,6 +97,30 @@ def test_get_flops_bare_backbone_and_task_config(capsys):
     assert task['linear_macs'] > b_linear  # the FCN head adds convs
 
 
+def _shipped_configs():
+    from tests.tiny_variants import SHIPPED
+    return [osp.relpath(p, REPO_DIR) for p in SHIPPED]
+
+
+@pytest.mark.parametrize('config', _shipped_configs())
+def test_get_flops_runs_on_every_shipped_config(config, capsys):
+    """Issue 18: every pose config failed (mmpose's forward needs
+    data_samples). Each shipped config is counted on the meta device (about
+    1 s, 2 s for 5B) and checked against the backbone's analytic MACs: the
+    heads hold no attention, so the attention MACs are exactly the
+    backbone's, and the head (or decoder) only adds linear / conv MACs."""
+    result = get_flops.main([osp.join(REPO_DIR, config)])
+    assert osp.basename(config) in capsys.readouterr().out
+    backbone = Config.fromfile(osp.join(REPO_DIR, config)).model.backbone
+    h, w = result['shape']
+    linear, attention = _analytic_macs(backbone.arch, h, w,
+                                       backbone.get('patch_size', 16))
+    assert result['attention_macs'] == attention
+    assert result['linear_macs'] >= linear
+    assert result['flops'] == 2 * (result['linear_macs'] +
+                                   result['attention_macs'])
+
+
 def test_print_config_resolves_bases_and_checks_options(tmp_path, capsys):
     out = str(tmp_path / 'resolved.py')
     cfg = print_config.main([
@@ -186,6 +210,81 @@ def test_browse_dataset_pose_draws_keypoints(tmp_path):
         if vis and 0 <= xi < w and 0 <= yi < h:
             hits += int(np.any(drawn[yi, xi] != plain[yi, xi]))
     assert hits >= 5  # keypoint discs drawn where the keypoints are
+
+
+@pytest.mark.parametrize('task', ['normal', 'pointmap', 'albedo'])
+def test_browse_dataset_dense_draws_image_and_ground_truth(tmp_path, task):
+    """Issue 18: normal / pointmap / albedo crashed in cvtColor (the seg
+    visualizer got a dense sample) and left an empty folder. The drawing is
+    [image | ground truth], checked against the colours computed here."""
+    cfg_path = osp.join(REPO_DIR, 'configs', task,
+                        'sapiens2-tiny_1xb2-30_densesample-128x96.py')
+    written = browse_dataset.main([cfg_path, '--output-dir',
+                                   str(tmp_path / task), '--phase', 'val',
+                                   '--max-items', '2'])
+    assert len(written) == 2
+    from sapiens2_mm.registry import DATASETS
+    cfg = Config.fromfile(cfg_path)
+    packed = DATASETS.build(cfg.val_dataloader.dataset)[0]
+    image = packed['inputs'].permute(1, 2, 0).numpy()  # BGR
+    h, w = image.shape[:2]
+    drawn = cv2.imread(written[0])
+    np.testing.assert_array_equal(drawn[:h, :w], image)
+    sample = packed['data_samples']
+
+    def at_input_size(field):
+        """(H, W, C) ground truth; the val pipeline keeps it at the original
+        size (2x the input here), shown subsampled to the input."""
+        array = field.data.float().numpy().transpose(1, 2, 0)
+        step = array.shape[0] // h
+        assert array.shape[:2] == (h * step, w * step)
+        return array[::step, ::step]
+
+    mask = at_input_size(sample.gt_mask)[..., 0].astype(bool)
+    right = drawn[:h, w:2 * w].astype(int)
+    assert mask.any() and (~mask).any()
+    assert (right[~mask] == 0).all()  # no ground truth: black
+    if task == 'normal':
+        n = at_input_size(sample.gt_normal)
+        expected = np.round((n + 1) / 2 * 255)[..., ::-1]
+    elif task == 'albedo':
+        a = at_input_size(sample.gt_albedo)
+        expected = np.round(np.clip(a, 0, 1) * 255)[..., ::-1]
+    else:  # depth: inverse depth, turbo; near red / far blue in BGR
+        depth = at_input_size(sample.gt_depth)[..., 0]
+        near = depth[mask] <= np.percentile(depth[mask], 5)
+        far = depth[mask] >= np.percentile(depth[mask], 95)
+        assert right[mask][near][:, 2].mean() > right[mask][near][:, 0].mean()
+        assert right[mask][far][:, 0].mean() > right[mask][far][:, 2].mean()
+        assert drawn.shape[0] > h  # the depth legend strip below
+        return
+    assert np.abs(right[mask] - expected[mask]).max() <= 1
+
+
+def test_browse_dataset_pretraining_draws_every_view(tmp_path):
+    """Issue 18: pretraining configs crashed ('list' object has no attribute
+    'permute'): a sample is a list of views, drawn in one row."""
+    cfg_path = osp.join(REPO_DIR, 'configs', 'pretrain',
+                        'sapiens2-tiny_pretrain-cpu-64x48.py')
+    written = browse_dataset.main([cfg_path, '--output-dir',
+                                   str(tmp_path / 'pre'), '--max-items', '2'])
+    assert len(written) == 2
+    from sapiens2_mm.registry import DATASETS
+    cfg = Config.fromfile(cfg_path)
+    views = DATASETS.build(cfg.train_dataloader.dataset)[0]['inputs']
+    shapes = [tuple(v.shape[1:]) for v in views]
+    gap = browse_dataset.VIEW_GAP
+    width = sum(w for _, w in shapes) + gap * (len(shapes) - 1)
+    for path in written:
+        assert cv2.imread(path).shape == (max(h for h, _ in shapes), width, 3)
+    # the row itself: views side by side, top-aligned, black between
+    import torch
+    a = torch.full((3, 4, 3), 10, dtype=torch.uint8)
+    b = torch.full((3, 2, 2), 200, dtype=torch.uint8)
+    row = browse_dataset.draw_views({'inputs': [a, b]})
+    assert row.shape == (4, 3 + gap + 2, 3)
+    assert (row[:, :3] == 10).all() and (row[:, 3:3 + gap] == 0).all()
+    assert (row[:2, 3 + gap:] == 200).all() and (row[2:, 3 + gap:] == 0).all()
 
 
 def test_analyze_logs_joins_the_runs_of_a_resumed_work_dir(tmp_path):

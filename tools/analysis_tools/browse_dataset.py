@@ -10,7 +10,10 @@ augmentations included, so a train phase shows them). The packed image is
 drawn with its ground truth by the task's visualizer: keypoints and skeleton
 (mmpose PoseLocalVisualizer) for pose, the palette overlay of the label map
 (mmseg SegLocalVisualizer) for segmentation. The config's ``visualizer`` is
-used when it has one.
+used when it has one. Dense tasks are drawn ``[image | ground truth]`` in the
+colours of ``tools/infer.py`` (normals, depth with its legend, albedo; pixels
+without ground truth black); a pretraining sample is its row of views
+(global crops, then local crops).
 """
 import argparse
 import os
@@ -40,7 +43,16 @@ def parse_args(argv=None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+# model types drawn without an mmengine visualizer
+OWN_DRAWINGS = {'DenseEstimator': 'dense', 'Sapiens2Pretrainer': 'pretrain'}
+DENSE_GT = ('gt_normal', 'gt_depth', 'gt_albedo')
+VIEW_GAP = 4  # black pixels between the views of a pretraining sample
+
+
 def _task_of(cfg: Config) -> str:
+    model_type = str(cfg.model.get('type', '')).split('.')[-1]
+    if model_type in OWN_DRAWINGS:
+        return OWN_DRAWINGS[model_type]
     text = f'{cfg.model.get("type", "")} {cfg.get("visualizer", "")}'
     for task in DEFAULT_VISUALIZERS:
         if task in text:
@@ -95,6 +107,78 @@ def draw_sample(visualizer, packed: dict, out_file: str) -> np.ndarray:
     return image
 
 
+def _bgr_image(inputs) -> np.ndarray:
+    """A packed (3, H, W) BGR tensor as a contiguous (H, W, 3) uint8 array."""
+    return np.ascontiguousarray(inputs.permute(1, 2, 0).numpy(),
+                                dtype=np.uint8)
+
+
+def draw_dense_sample(packed: dict) -> np.ndarray:
+    """``[image | ground truth]`` of a packed dense sample (BGR uint8).
+
+    The ground truth goes through the drawing of ``tools/infer.py``'s
+    predictions (:func:`sapiens2_mm.visualization.draw_dense_prediction`);
+    pixels outside ``gt_mask`` are drawn black (normals NaN, depth 0,
+    albedo 0). Ground truth kept at the original size (val / test
+    pipelines, where the metrics use it) is shown resized to the network
+    input, nearest neighbour.
+
+    Raises:
+        ValueError: the sample holds no dense ground truth.
+    """
+    import cv2
+
+    from sapiens2_mm.visualization import draw_dense_prediction
+    sample = packed['data_samples']
+    image = _bgr_image(packed['inputs'])
+    size = (image.shape[1], image.shape[0])
+
+    def to_image_size(array: np.ndarray) -> np.ndarray:
+        if array.shape[:2] == image.shape[:2]:
+            return array
+        out = cv2.resize(array, size, interpolation=cv2.INTER_NEAREST)
+        return out.reshape(image.shape[:2] + array.shape[2:])
+
+    mask = (to_image_size(sample.gt_mask.data[0].numpy().astype(np.uint8))
+            .astype(bool) if 'gt_mask' in sample else None)
+    fields = {}
+    for name in DENSE_GT:
+        if name not in sample:
+            continue
+        value = to_image_size(
+            sample.get(name).data.float().numpy().transpose(1, 2, 0))
+        if mask is not None:
+            value = value.copy()
+            value[~mask] = np.nan if name == 'gt_normal' else 0.0
+        fields[name.replace('gt_', 'pred_')] = value  # the drawer's names
+    if not fields:
+        raise ValueError(
+            f'sample {sample.metainfo.get("img_path")} holds none of '
+            f'{DENSE_GT}; nothing to draw.')
+    return draw_dense_prediction(image, fields)
+
+
+def draw_views(packed: dict) -> np.ndarray:
+    """The views of a pretraining sample in one row (BGR uint8): global
+    crops then local crops, top-aligned, ``VIEW_GAP`` black pixels apart."""
+    views = [_bgr_image(v) for v in packed['inputs']]
+    height = max(v.shape[0] for v in views)
+    width = sum(v.shape[1] for v in views) + VIEW_GAP * (len(views) - 1)
+    row = np.zeros((height, width, 3), np.uint8)
+    x = 0
+    for view in views:
+        row[:view.shape[0], x:x + view.shape[1]] = view
+        x += view.shape[1] + VIEW_GAP
+    return row
+
+
+def write_image(path: str, image: np.ndarray) -> None:
+    """``cv2.imwrite`` with an error when the file cannot be written."""
+    import cv2
+    if not cv2.imwrite(path, image):
+        raise OSError(f'Could not write {path!r}.')
+
+
 def main(argv=None) -> list:
     args = parse_args(argv)
     from sapiens2_mm.utils import register_all_modules
@@ -120,7 +204,9 @@ def main(argv=None) -> list:
     from sapiens2_mm.registry import DATASETS
     _pack_transformed(loader['dataset'])
     dataset = DATASETS.build(loader['dataset'])
-    visualizer = build_visualizer(cfg, dataset)
+    task = _task_of(cfg)
+    visualizer = (None if task in OWN_DRAWINGS.values() else
+                  build_visualizer(cfg, dataset))
     os.makedirs(args.output_dir, exist_ok=True)
     written = []
     for index in range(min(args.max_items, len(dataset))):
@@ -129,7 +215,12 @@ def main(argv=None) -> list:
             'img_path', f'{index}.png'))
         stem = osp.splitext(name)[0]
         out_file = osp.join(args.output_dir, f'{index:04d}_{stem}.png')
-        draw_sample(visualizer, packed, out_file)
+        if task == 'dense':
+            write_image(out_file, draw_dense_sample(packed))
+        elif task == 'pretrain':
+            write_image(out_file, draw_views(packed))
+        else:
+            draw_sample(visualizer, packed, out_file)
         written.append(out_file)
     print(f'Wrote {len(written)} images to {args.output_dir}')
     return written

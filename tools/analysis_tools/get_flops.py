@@ -64,7 +64,9 @@ def _input_shape(model_cfg: dict, shape: Optional[Tuple[int, int]]):
 def _forward(model: torch.nn.Module, inputs: torch.Tensor):
     from mmengine.model import BaseModel
     if isinstance(model, BaseModel):  # estimators: head outputs, no decode
-        return model(inputs, mode='tensor')
+        # data_samples is a required positional argument of mmpose's
+        # BasePoseEstimator.forward (optional in mmseg / mmpretrain)
+        return model(inputs, None, mode='tensor')
     return model(inputs)
 
 

@@ -5,12 +5,16 @@
 #   tools/dist_train.sh THAT_CONFIG 8
 # tools/train.py switches to mmengine's FlexibleRunner because `strategy` is
 # set. Each Sapiens2 block is one FSDP unit (parameters gathered per block).
-# Activation checkpointing: model.backbone.with_cp=True (per block), or set
-# strategy.activation_checkpointing below. Gradient accumulation:
-# optim_wrapper.accumulative_counts=N. See docs/large_models.md.
+# Sapiens2FSDPStrategy is mmengine's FSDPStrategy with its defects fixed
+# (sapiens2_mm/engine/strategies/); the device is the GPU of LOCAL_RANK, or
+# the CPU (gloo) on a machine without one (for tests and small experiments).
+# Activation checkpointing: model.backbone.with_cp=True (per block), or
+# strategy = dict(activation_checkpointing=dict(
+#     check_fn='sapiens2_block_checkpoint_fn')) in the leaf config. Gradient
+# accumulation: optim_wrapper.accumulative_counts=N. See docs/large_models.md.
 runner_type = 'FlexibleRunner'
 strategy = dict(
-    type='FSDPStrategy',
+    type='sapiens2_mm.Sapiens2FSDPStrategy',
     model_wrapper=dict(
         auto_wrap_policy=dict(type='sapiens2_block_wrap_policy'),
         # keep parameter names: the layer-decay optimizer groups by name
@@ -20,7 +24,8 @@ strategy = dict(
                              buffer_dtype=None),
         limit_all_gathers=True),
     # 'full': one consolidated checkpoint on rank 0, loadable anywhere
-    # (tools/test.py, init_model); 'local' writes one shard per rank (faster).
+    # (tools/test.py, init_model, --resume); sharded 'local' is refused.
     state_dict_cfg='full',
-    activation_checkpointing=None,
+    # check_fn=None: off; a dict (not None) so that a leaf config can set it
+    activation_checkpointing=dict(check_fn=None),
 )

@@ -92,24 +92,30 @@ class CheckedCheckpointLoadHook(Hook):
             # Test-time augmentation wraps the task model in ``.module``; the
             # checkpoint holds the task model's keys.
             model = model.module
-        state = map_official_keys(model, read_checkpoint(self.checkpoint))
-        if self.allow_partial:
-            self._load_partial(runner, model, state)
-            return
-        load_state_dict_checked(model, state, source=self.checkpoint)
-        self.loaded = len(state)
-        runner.logger.info(
-            f'Loaded {self.loaded} tensors from {self.checkpoint} (all keys '
-            'and shapes match the model).')
+        self.loaded = load_checkpoint_into(model, self.checkpoint,
+                                           self.allow_partial, runner.logger)
 
-    def _load_partial(self, runner, model, state) -> None:
-        own = model.state_dict()
-        fitting = {k: v for k, v in state.items()
-                   if k in own and tuple(v.shape) == tuple(own[k].shape)}
-        report = check_state_dict(model, state)
-        model.load_state_dict(fitting, strict=False)
-        self.loaded = len(fitting)
-        runner.logger.warning(
-            f'Partial load (allow_partial): {self.loaded} of {len(own)} model '
-            f'tensors loaded from {self.checkpoint}; the rest keep their '
-            f'initialisation.{report}')
+
+def load_checkpoint_into(model: torch.nn.Module, checkpoint: str,
+                         allow_partial: bool, logger) -> int:
+    """Read ``checkpoint``, map official keys, load it into ``model``.
+
+    Strict (every key and shape must match) unless ``allow_partial``, which
+    loads the fitting keys and logs the rest. Returns the tensors loaded.
+    """
+    state = map_official_keys(model, read_checkpoint(checkpoint))
+    if not allow_partial:
+        load_state_dict_checked(model, state, source=checkpoint)
+        logger.info(f'Loaded {len(state)} tensors from {checkpoint} (all '
+                    'keys and shapes match the model).')
+        return len(state)
+    own = model.state_dict()
+    fitting = {k: v for k, v in state.items()
+               if k in own and tuple(v.shape) == tuple(own[k].shape)}
+    report = check_state_dict(model, state)
+    model.load_state_dict(fitting, strict=False)
+    logger.warning(
+        f'Partial load (allow_partial): {len(fitting)} of {len(own)} model '
+        f'tensors loaded from {checkpoint}; the rest keep their '
+        f'initialisation.{report}')
+    return len(fitting)

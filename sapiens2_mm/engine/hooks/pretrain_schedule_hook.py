@@ -86,7 +86,11 @@ class PretrainScheduleHook(Hook):
         values = self.values_at(step, max_iters)
         model.teacher.teacher_momentum = values['teacher_momentum']
         model.dino_loss.teacher_temp = values['teacher_temp']
-        model.dino_head.freeze_prototypes = values['freeze_prototypes']
+        # Under FSDP the head is wrapped (a unit of its own): an attribute set
+        # on the wrapper would not reach the DINOHead inside it.
+        for module in model.dino_head.modules():
+            if hasattr(module, 'freeze_prototypes'):
+                module.freeze_prototypes = values['freeze_prototypes']
         return values
 
     def before_train_iter(self, runner, batch_idx: int,

@@ -5,6 +5,7 @@ from mmengine.optim import DefaultOptimWrapperConstructor
 from torch import nn
 
 from ...registry import OPTIM_WRAPPER_CONSTRUCTORS
+from ..strategies.fsdp_shapes import full_shape, plain_name
 
 # Parameters of the stem: layer id 0 (lowest lr).
 STEM_NAMES = ('cls_token', 'storage_tokens', 'mask_token', 'pos_embed')
@@ -55,6 +56,7 @@ def count_blocks(module: nn.Module) -> int:
     """
     highest = -1
     for name, _ in module.named_parameters():
+        name = plain_name(name)
         local = name[len('backbone.'):] if name.startswith('backbone.') else name
         for prefix in BLOCK_PREFIXES:
             if local.startswith(prefix):
@@ -70,8 +72,16 @@ NO_DECAY_TOKENS = ('cls_token', 'storage_tokens', 'mask_token', 'w_cls')
 
 
 def no_weight_decay(name: str, param: nn.Parameter) -> bool:
-    """1-D parameters, biases, position embeddings and tokens get no decay."""
-    return (param.ndim == 1 or name.endswith('.bias') or 'pos_embed' in name
+    """1-D parameters, biases, position embeddings and tokens get no decay.
+
+    Upstream defect (torch FSDP with ``use_orig_params=True``, as mmengine
+    builds the optimizer after wrapping): every parameter is then a 1-D flat
+    shard, so ``param.ndim == 1`` matched all of them and FSDP trained with
+    weight decay off. The shape recorded before wrapping is used instead
+    (:func:`~sapiens2_mm.engine.strategies.fsdp_shapes.full_shape`).
+    """
+    return (len(full_shape(param)) == 1 or name.endswith('.bias')
+            or 'pos_embed' in name
             or name.rsplit('.', 1)[-1] in NO_DECAY_TOKENS)
 
 
@@ -124,6 +134,7 @@ class Sapiens2LayerDecayOptimWrapperConstructor(DefaultOptimWrapperConstructor):
         for name, param in module.named_parameters():
             if not param.requires_grad:
                 continue
+            name = plain_name(name)  # names FSDP / checkpointing insert
             layer_id = sapiens2_layer_id(name, num_layers)
             decay_off = no_weight_decay(name, param)
             key = (layer_id, decay_off)

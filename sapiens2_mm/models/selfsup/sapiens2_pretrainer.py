@@ -95,6 +95,14 @@ class Sapiens2Pretrainer(BaseSelfSupervisor):
         return nn.ModuleDict(
             dict(backbone=self.backbone, dino_head=self.dino_head))
 
+    def fsdp_twin_units(self) -> List[nn.Module]:
+        """Modules FSDP wraps as units of their own: the teacher's modules
+        and the student modules they average, so that each teacher unit's
+        local shard lines up with its student twin's (see
+        ``sapiens2_mm/engine/strategies/fsdp_twins.py``)."""
+        return [*self.student_parts().values(),
+                *self.teacher.module.values()]
+
     def init_weights(self) -> None:
         """Initialise the student, then restart the teacher from it.
 

@@ -89,6 +89,14 @@ class TeacherEMA(ExponentialMovingAverage):
         if first or int(self.steps) % self.interval == 0:
             for name, avg in target.items():
                 src = source[name].detach().to(avg.device)
+                if avg.shape != src.shape:
+                    # e.g. an FSDP unit holding the teacher but not its
+                    # student twin: the shards would not line up
+                    raise RuntimeError(
+                        f'EMA teacher {name}: local shape {tuple(avg.shape)} '
+                        f'but the student has {tuple(src.shape)}; under FSDP '
+                        'the teacher and student parts must be twin units '
+                        '(Sapiens2FSDPStrategy wraps them so).')
                 if first:
                     avg.copy_(src)
                 elif avg.dtype.is_floating_point:
