@@ -5,7 +5,12 @@ Conventions (the official demos' drawings):
 * normals: ``(n + 1) / 2 * 255`` with x -> red, y -> green, z -> blue;
 * depth: inverse depth through the turbo colour map between a near and a far
   bound (near = red, far = blue); invalid depth (non-finite or <= 0) black;
-* albedo: ``round(255 * clamp(a, 0, 1))``.
+* albedo: ``255 * clamp(a, 0, 1)``.
+
+Normals and albedo become 8-bit by truncation (``astype(np.uint8)``) as the
+official demos do (``rounding='truncate'``); ``rounding='round'`` rounds to
+the nearest level instead (at most one level brighter; the 8-bit image is
+then the closest to the float map).
 
 All functions return (H, W, 3) uint8 **BGR** images (what ``cv2.imwrite``
 expects), so a written PNG shows the colours above.
@@ -20,22 +25,36 @@ DEPTH_CLAMP = (0.1, 250.0)
 # ... and takes them from the 1st / 99th percentiles of the valid depth.
 DEPTH_PERCENTILES = (1.0, 99.0)
 LEGEND_HEIGHT = 24
+#: How float colours in [0, 255] become 8-bit (see the module docstring).
+ROUNDINGS = ('truncate', 'round')
 
 
-def normal_to_bgr(normal: np.ndarray) -> np.ndarray:
+def to_uint8(levels: np.ndarray, rounding: str = 'truncate') -> np.ndarray:
+    """Float colour levels -> uint8, clipped to [0, 255], by ``rounding``."""
+    if rounding == 'round':
+        levels = np.round(levels)
+    elif rounding != 'truncate':
+        raise ValueError(f'rounding must be one of {ROUNDINGS}, got '
+                         f'{rounding!r}.')
+    return np.clip(levels, 0, 255).astype(np.uint8)
+
+
+def normal_to_bgr(normal: np.ndarray, rounding: str = 'truncate'
+                  ) -> np.ndarray:
     """(H, W, 3) unit normals -> (H, W, 3) uint8 BGR, ``(n + 1) / 2 * 255``.
 
     Non-finite components are drawn as 0 (black).
     """
     rgb = (np.nan_to_num(normal, nan=-1.0, posinf=1.0, neginf=-1.0) + 1) / 2
-    rgb = np.clip(np.round(rgb * 255), 0, 255).astype(np.uint8)
+    rgb = to_uint8(rgb * 255, rounding)
     return np.ascontiguousarray(rgb[..., ::-1])
 
 
-def albedo_to_bgr(albedo: np.ndarray) -> np.ndarray:
+def albedo_to_bgr(albedo: np.ndarray, rounding: str = 'truncate'
+                  ) -> np.ndarray:
     """(H, W, 3) RGB albedo in [0, 1] (clamped) -> (H, W, 3) uint8 BGR."""
     rgb = np.clip(np.nan_to_num(albedo), 0.0, 1.0)
-    rgb = np.round(rgb * 255).astype(np.uint8)
+    rgb = to_uint8(rgb * 255, rounding)
     return np.ascontiguousarray(rgb[..., ::-1])
 
 
