@@ -161,14 +161,17 @@ def depth_legend(width: int, bounds: Optional[Tuple[float, float]]
     return strip
 
 
-def side_by_side(image: np.ndarray, drawing: np.ndarray) -> np.ndarray:
-    """``[image | drawing]`` (drawing resized to the image height if needed,
-    a lower strip such as a legend padded with black under the image)."""
-    if drawing.shape[0] != image.shape[0]:
-        pad = np.zeros((drawing.shape[0] - image.shape[0], ) +
-                       image.shape[1:], np.uint8)
-        image = np.concatenate([image, pad], axis=0)
-    return np.concatenate([image, drawing], axis=1)
+def side_by_side(image: np.ndarray, *drawings: np.ndarray) -> np.ndarray:
+    """``[image | drawing | ...]``, each panel padded with black below to the
+    tallest one (a lower strip such as a legend under a drawing)."""
+    panels = (image, ) + drawings
+    height = max(p.shape[0] for p in panels)
+    padded = [
+        p if p.shape[0] == height else np.concatenate(
+            [p, np.zeros((height - p.shape[0], ) + p.shape[1:], np.uint8)],
+            axis=0) for p in panels
+    ]
+    return np.concatenate(padded, axis=1)
 
 
 def colour_dense_field(name: str, value: np.ndarray, image: np.ndarray,
@@ -195,18 +198,57 @@ def colour_dense_field(name: str, value: np.ndarray, image: np.ndarray,
                            BACKGROUND_COLOURS[name], background)
 
 
+def _depth_panel(depth_bgr: np.ndarray,
+                 bounds: Optional[Tuple[float, float]]) -> np.ndarray:
+    """Depth colours with the colour bar under them."""
+    return np.concatenate([depth_bgr,
+                           depth_legend(depth_bgr.shape[1], bounds)], axis=0)
+
+
+def _normal_panel(normal_bgr: np.ndarray) -> np.ndarray:
+    """Normal colours with the colour key under them."""
+    from .legends import normal_key
+    return np.concatenate([normal_bgr, normal_key(normal_bgr.shape[1])],
+                          axis=0)
+
+
+def _masked(drawing: np.ndarray, mask: Optional[np.ndarray]) -> np.ndarray:
+    """Black outside ``mask`` (H, W) of the top ``H`` rows of ``drawing``."""
+    if mask is None:
+        return drawing
+    out = drawing.copy()
+    out[:mask.shape[0]][~mask] = 0
+    return out
+
+
+def _squeeze(depth: np.ndarray) -> np.ndarray:
+    return depth[..., 0] if depth.ndim == 3 else depth
+
+
 def draw_dense_prediction(image: np.ndarray, fields: dict,
+                          gt_fields: Optional[dict] = None,
+                          gt_mask: Optional[np.ndarray] = None,
                           foreground: Optional[np.ndarray] = None,
                           background: str = 'colour',
                           rounding: str = 'truncate') -> np.ndarray:
-    """``[image | prediction]`` for whichever dense prediction ``fields``
-    holds, checked in the order ``pred_normal``, ``pred_depth``,
-    ``pred_albedo``.
+    """``[image | prediction]``, or ``[image | prediction | ground truth]``
+    when ``gt_fields`` holds the matching target, for whichever dense
+    prediction ``fields`` holds, checked in the order ``pred_normal``,
+    ``pred_depth``, ``pred_albedo``.
+
+    Normals get the colour key under them, depth its colour bar (prediction
+    and ground truth share the ground truth's bounds, so equal colours are
+    equal depths). With ground truth the panels are titled and the ground
+    truth is black outside ``gt_mask``.
 
     Args:
         image: (H, W, 3) uint8 BGR input.
         fields: name -> (H, W, C) float array (channels last).
-        foreground: (H, W) bool mask, or None (whole frame).
+        gt_fields: ``gt_normal`` / ``gt_depth`` / ``gt_albedo`` -> (H, W, C)
+            float arrays at the image size (others are ignored).
+        gt_mask: (H, W) bool valid ground-truth pixels.
+        foreground: (H, W) bool foreground of the prediction, or None (whole
+            frame); depth bounds then come from the foreground.
         background: ``'colour'`` (the official flat colours) or ``'photo'``
             outside the foreground.
         rounding: see :func:`to_uint8`.
@@ -214,24 +256,39 @@ def draw_dense_prediction(image: np.ndarray, fields: dict,
     Raises:
         ValueError: none of the three fields is given.
     """
+    gt_fields = gt_fields or {}
+
     def colour(name, value, bounds=None):
         return colour_dense_field(name, value, image, foreground, background,
                                   rounding, bounds)
 
     if fields.get('pred_normal') is not None:
-        return side_by_side(image, colour('pred_normal',
-                                          fields['pred_normal']))
-    if fields.get('pred_depth') is not None:
-        depth = fields['pred_depth']
-        depth = depth[..., 0] if depth.ndim == 3 else depth
-        bounds = depth_range(depth, foreground)
-        drawing = np.concatenate(
-            [colour('pred_depth', depth, bounds),
-             depth_legend(depth.shape[1], bounds)], axis=0)
-        return side_by_side(image, drawing)
-    if fields.get('pred_albedo') is not None:
-        return side_by_side(image, colour('pred_albedo',
-                                          fields['pred_albedo']))
-    raise ValueError(
-        f'No dense prediction to draw; got fields {sorted(fields)}, expected '
-        'pred_normal, pred_depth or pred_albedo.')
+        pred = _normal_panel(colour('pred_normal', fields['pred_normal']))
+        gt = gt_fields.get('gt_normal')
+        gt = None if gt is None else _masked(
+            _normal_panel(normal_to_bgr(gt, rounding)), gt_mask)
+    elif fields.get('pred_depth') is not None:
+        depth = _squeeze(fields['pred_depth'])
+        gt = gt_fields.get('gt_depth')
+        if gt is not None:
+            gt = _squeeze(gt)
+            gt = np.where(gt_mask, gt, 0.0) if gt_mask is not None else gt
+        bounds = depth_range(gt) if gt is not None else depth_range(
+            depth, foreground)
+        pred = _depth_panel(colour('pred_depth', depth, bounds), bounds)
+        gt = None if gt is None else _depth_panel(depth_to_bgr(gt, bounds),
+                                                  bounds)
+    elif fields.get('pred_albedo') is not None:
+        pred = colour('pred_albedo', fields['pred_albedo'])
+        gt = gt_fields.get('gt_albedo')
+        gt = None if gt is None else _masked(albedo_to_bgr(gt, rounding),
+                                             gt_mask)
+    else:
+        raise ValueError(
+            f'No dense prediction to draw; got fields {sorted(fields)}, '
+            'expected pred_normal, pred_depth or pred_albedo.')
+    if gt is None:
+        return side_by_side(image, pred)
+    from .legends import titled
+    return side_by_side(titled(image, 'input'), titled(pred, 'prediction'),
+                        titled(gt, 'ground truth'))

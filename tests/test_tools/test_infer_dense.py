@@ -130,9 +130,10 @@ def test_normal_outputs_read_back(inputs, tmp_path, capsys):
     np.testing.assert_array_equal(png, ((normal + 1) / 2 * 255).astype(
         np.uint8))
     vis = cv2.imread(str(out / 'scene_00000.png'))
-    assert vis.shape == (120, 320, 3)  # [image | normals]
-    assert np.abs(vis[:, :160].astype(int) - image).max() == 0
-    assert np.abs(vis[:, 160:].astype(int) - png[..., ::-1]).max() == 0
+    # [image | normals] and the normal colour key (24 rows) under them
+    assert vis.shape == (120 + 24, 320, 3)
+    assert np.abs(vis[:120, :160].astype(int) - image).max() == 0
+    assert np.abs(vis[:120, 160:].astype(int) - png[..., ::-1]).max() == 0
     for i in range(3):  # video frames: data files per frame, one video
         assert np.load(out / f'clip_{i:06d}_normal.npy').shape == (128, 96, 3)
     cap = cv2.VideoCapture(str(out / 'clip.mp4'))
