@@ -104,8 +104,10 @@ def test_init_model(config, tmp_path):
         assert len(model.dataset_meta['classes']) == 29
     else:
         assert model.dataset_meta['task'] == model.task
-        assert model.dataset_meta['input_size'] == (1024, 768) or (
-            'tiny' in config and model.dataset_meta['input_size'] == (128, 96))
+        size = model.dataset_meta['input_size']
+        assert size == (1024, 768) or ('tiny' in config and size in (
+            (128, 96), (256, 192))) or ('-4k_' in config and size == (
+                4096, 3072))
 
 
 @pytest.mark.parametrize('config', INFERENCE, ids=IDS)

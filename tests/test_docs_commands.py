@@ -231,6 +231,21 @@ COVERAGE = {
     'python tools/train.py configs/seg/sapiens2-1b_8xb8-20k_seg29-1024x768.py '
     '--cfg-options model.backbone.init_cfg.checkpoint='
     'sapiens2_1b_pretrain.safetensors': ('test', FINETUNE),
+    'python tools/model_converters/export_pretrain.py '
+    'work_dirs/sapiens2-tiny_pretrain-cpu-64x48/iter_40.pth '
+    'work_dirs/sapiens2_tiny_pretrain.safetensors':
+        ('test', 'test_tiny_pretrain_export_finetune_chain'),
+    'python tools/train.py configs/pretrain/'
+    'sapiens2-tiny_finetune-pose_cocosample-128x96.py':
+        ('test', 'test_tiny_pretrain_export_finetune_chain'),
+    'python tools/train.py configs/pose/'
+    'sapiens2-tiny_1xb12-300_sapiens308sample-128x96.py '
+    '--work-dir work_dirs/pose308_tiny':
+        ('test', 'test_tiny_308_config_trains_and_tests'),
+    'python tools/test.py configs/pose/'
+    'sapiens2-tiny_1xb12-300_sapiens308sample-128x96.py '
+    'work_dirs/pose308_tiny/iter_300.pth':
+        ('test', 'test_tiny_308_config_trains_and_tests'),
     # Speed options (docs/inference.md).
     'python tools/infer.py pose CONFIG CKPT --input photos/ --output out/ '
     '--bboxes boxes.json --batch-size 16 --compile --dtype bf16': ('reason', (
@@ -473,3 +488,111 @@ def test_train_tiny_pretrain(tmp_path):
     train_tool.main([TINY_PRETRAIN, '--work-dir', work, '--cfg-options',
                      'train_cfg.max_iters=2', 'experiment_name=docs_pretrain'])
     assert osp.isfile(osp.join(work, 'iter_2.pth'))
+
+
+def torch_equal(a, b) -> bool:
+    return bool((a.float() == b.float()).all())
+
+
+def _run_log(work_dir: str) -> str:
+    (path, ) = glob.glob(osp.join(work_dir, '*', '*.log'))
+    with open(path) as f:
+        return f.read()
+
+
+def _pth_state(path: str) -> dict:
+    import torch
+    return torch.load(path, map_location='cpu', weights_only=True)[
+        'state_dict']
+
+
+def test_tiny_pretrain_export_finetune_chain(tmp_path):
+    """docs/pretrain.md's CPU chain: pretrain (1 iteration here), export
+    the teacher, fine-tune the tiny pose config from it (1 iteration at
+    lr 0, so the saved backbone is the export, tensor for tensor). The load
+    is logged with the file and the tensor count (issue 18 items 11, 15)."""
+    import export_pretrain
+    from safetensors.torch import load_file
+    pre = str(tmp_path / 'pre')
+    train_tool.main([TINY_PRETRAIN, '--work-dir', pre, '--cfg-options',
+                     'train_cfg.max_iters=1', 'experiment_name=chain_pre'])
+    exported = str(tmp_path / 'sapiens2_tiny_pretrain.safetensors')
+    export_pretrain.main([osp.join(pre, 'iter_1.pth'), exported])
+    work = str(tmp_path / 'ft')
+    finetune = osp.join(REPO_DIR, 'configs', 'pretrain',
+                        'sapiens2-tiny_finetune-pose_cocosample-128x96.py')
+    train_tool.main([finetune, '--work-dir', work, '--cfg-options',
+                     f'model.backbone.init_cfg.checkpoint={exported}',
+                     'train_cfg.max_iters=1', 'optim_wrapper.optimizer.lr=0.0',
+                     'experiment_name=chain_ft'])
+    weights = load_file(exported)
+    saved = _pth_state(osp.join(work, 'iter_1.pth'))
+    for key, value in weights.items():
+        assert torch_equal(saved[f'backbone.{key}'], value), key
+    assert (f'Pretrained: loaded {len(weights)} tensors from {exported}; '
+            'every tensor of the file was used.') in _run_log(work)
+
+
+def test_init_cfg_override_on_a_config_whose_init_cfg_is_none(tmp_path):
+    """The tiny pose config has init_cfg=None; the documented override
+    loads the backbone of a task checkpoint (its head keys are skipped and
+    listed in the log)."""
+    import torch
+    from mmengine.config import Config
+    from safetensors.torch import save_file
+
+    from sapiens2_mm.registry import MODELS
+    config = osp.join(REPO_DIR, 'configs', 'pose',
+                      'sapiens2-tiny_1xb12-300_cocosample-128x96.py')
+    cfg = Config.fromfile(config)
+    assert cfg.model.backbone.init_cfg is None
+    torch.manual_seed(3)
+    backbone = MODELS.build(cfg.model.backbone)
+    backbone.init_weights()
+    state = {f'backbone.{k}': v.contiguous()
+             for k, v in backbone.state_dict().items()}
+    state['head.final_layer.weight'] = torch.zeros(17, 16, 1, 1)
+    path = str(tmp_path / 'task.safetensors')
+    save_file(state, path)
+    work = str(tmp_path / 'w')
+    train_tool.main([config, '--work-dir', work, '--cfg-options',
+                     f'model.backbone.init_cfg.checkpoint={path}',
+                     'train_cfg.max_iters=1', 'optim_wrapper.optimizer.lr=0.0',
+                     'experiment_name=init_none'])
+    saved = _pth_state(osp.join(work, 'iter_1.pth'))
+    for key, value in state.items():
+        if key.startswith('backbone.'):
+            assert torch_equal(saved[key], value), key
+    log = _run_log(work)
+    assert ('model.backbone.init_cfg was None; it starts from '
+            "{'type': 'Pretrained'} instead.") in log
+    assert (f'Pretrained: loaded {len(state) - 1} tensors from {path} (keys '
+            "under 'backbone.'); 1 key(s) of the file not used: "
+            'head.final_layer.weight.') in log
+
+
+def test_tiny_308_config_trains_and_tests(tmp_path):
+    """Issue 18: the flagship 308-keypoint task had no sample config. The
+    bundled annotations are the converter's output for the bundled
+    COCO-WholeBody file (byte for byte); train.py (2 iterations here) and
+    test.py run on them and report the 308-keypoint metric."""
+    import json
+    config = osp.join(REPO_DIR, 'configs', 'pose',
+                      'sapiens2-tiny_1xb12-300_sapiens308sample-128x96.py')
+    converted = str(tmp_path / 'converted.json')
+    wholebody_to_308.main([osp.join(COCO, 'test_coco_wholebody.json'),
+                           converted])
+    with open(converted, 'rb') as f, open(
+            osp.join(COCO, 'test_sapiens308.json'), 'rb') as g:
+        assert f.read() == g.read()
+    work = str(tmp_path / 'pose308_tiny')
+    train_tool.main([config, '--work-dir', work, '--cfg-options',
+                     'train_cfg.max_iters=2', 'experiment_name=pose308'])
+    test_work = str(tmp_path / 'test')
+    test_tool.main([config, osp.join(work, 'iter_2.pth'), '--work-dir',
+                    test_work])
+    with open(osp.join(test_work, 'test_metrics.json')) as f:
+        metrics = json.load(f)
+    assert 0 <= metrics['keypoints308/AP'] <= 1
+    assert metrics['keypoints308/face/AP'] == -1  # no face labels
+    assert 'keypoints308/body/AP' in metrics

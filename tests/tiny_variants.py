@@ -44,9 +44,12 @@ NOT_INFERENCE = {
                  'sapiens2-5b_pretrain-1024x768',
                  'sapiens2-tiny_pretrain-cpu-64x48')}
 # Configs whose task is not their folder's name: the linear probe of a
-# pretrained backbone is a 29-class seg model (mmseg FCNHead).
+# pretrained backbone is a 29-class seg model (mmseg FCNHead), the tiny
+# fine-tune from an export a COCO pose model.
 TASK_OVERRIDES = {
     'configs/pretrain/sapiens2-tiny_linear-probe_seg29sample-128x96.py': 'seg',
+    'configs/pretrain/sapiens2-tiny_finetune-pose_cocosample-128x96.py':
+        'pose',
 }
 
 INFERENCE = [p for p in SHIPPED

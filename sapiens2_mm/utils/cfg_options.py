@@ -379,6 +379,35 @@ def _follow_length(cfg: Config, before: Mapping, options: Mapping) -> list:
     return notes
 
 
+def _fill_none_parents(cfg: Config, options: Mapping) -> List[str]:
+    """Turn ``None`` sub-configs that an option writes into into dicts.
+
+    mmengine's ``merge_from_dict`` refuses ``a.b.c=v`` when ``a.b`` is
+    ``None`` (a TypeError about inheriting from base). ``init_cfg`` is the
+    common case: the tiny configs set ``model.backbone.init_cfg=None``, and
+    the documented fine-tuning override is
+    ``model.backbone.init_cfg.checkpoint=FILE``; an ``init_cfg`` filled that
+    way without a ``type`` option becomes ``dict(type='Pretrained')``.
+    """
+    notes = []
+    for key in options:
+        parts = str(key).split('.')
+        node = cfg
+        for depth, part in enumerate(parts[:-1]):
+            if not isinstance(node, (Mapping, Config)) or part not in node:
+                break
+            if node[part] is None:
+                path = '.'.join(parts[:depth + 1])
+                filled = {}
+                if part == 'init_cfg' and f'{path}.type' not in options:
+                    filled = dict(type='Pretrained')
+                node[part] = filled
+                notes.append(f'--cfg-options {key}: {path} was None; it '
+                             f'starts from {filled} instead.')
+            node = node[part]
+    return notes
+
+
 def apply_cfg_options(cfg: Config, options: Optional[Mapping]) -> List[str]:
     """Check ``options``, merge them and make them reach what reads them.
 
@@ -403,6 +432,7 @@ def apply_cfg_options(cfg: Config, options: Optional[Mapping]) -> List[str]:
         raise UnknownConfigKeyError(
             '--cfg-options would change nothing the runner reads:\n' +
             '\n'.join(lines))
+    notes = _fill_none_parents(cfg, options)
     cfg.merge_from_dict(options)
-    return (_propagate_variables(cfg, before, options) +
+    return (notes + _propagate_variables(cfg, before, options) +
             _follow_length(cfg, before, options))

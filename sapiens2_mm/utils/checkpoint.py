@@ -100,6 +100,25 @@ def select_prefix(state_dict: Mapping[str, torch.Tensor],
     }
 
 
+def pretrained_load_message(path: str, raw: Mapping[str, torch.Tensor],
+                            loaded: Mapping[str, torch.Tensor],
+                            prefix: str, limit: int = 10) -> str:
+    """What a ``Pretrained`` init loaded: the file, the tensor count and the
+    keys of the file left out (those outside ``prefix`` when the file has
+    keys under it, e.g. the head of a task checkpoint)."""
+    selected = any(k.startswith(prefix) for k in raw)
+    skipped = [k for k in raw if not k.startswith(prefix)] if selected else []
+    text = (f'Pretrained: loaded {len(loaded)} tensors from {path}'
+            + (f' (keys under {prefix!r})' if selected else ''))
+    if not skipped:
+        return text + '; every tensor of the file was used.'
+    shown = ', '.join(skipped[:limit])
+    more = (f' ... and {len(skipped) - limit} more'
+            if len(skipped) > limit else '')
+    return (text + f'; {len(skipped)} key(s) of the file not used: '
+            f'{shown}{more}.')
+
+
 def _listing(title: str, keys: Iterable[str], limit: int = 20) -> str:
     keys = list(keys)
     if not keys:
@@ -127,9 +146,39 @@ def check_state_dict(module: nn.Module, state_dict: Mapping[str, torch.Tensor],
         for k, v in state_dict.items()
         if k in own and tuple(v.shape) != tuple(own[k].shape)
     ]
-    return (_listing('missing in checkpoint', missing) +
+    return (_tokenizer_hint(missing, unexpected) +
+            _listing('missing in checkpoint', missing) +
             _listing('unexpected in checkpoint', unexpected) +
             _listing('shape mismatch', wrong_shape))
+
+
+def _is_tokenizer_key(key: str) -> bool:
+    return key.startswith('tokenizer.') or '.tokenizer.' in key
+
+
+def _tokenizer_hint(missing: Iterable[str], unexpected: Iterable[str]) -> str:
+    """The 1K / 4K mix-up in one line, when the tokenizer keys tell it.
+
+    The 4K backbone (``use_tokenizer=True``) has the windowed tokenizer
+    stem (``tokenizer.local_pos_embed``, ``tokenizer.w_cls``,
+    ``tokenizer.blocks.*``); 1K checkpoints and models have none of it.
+    """
+    lacking = [k for k in missing if _is_tokenizer_key(k)]
+    extra = [k for k in unexpected if _is_tokenizer_key(k)]
+    if lacking and not extra:
+        return (
+            f'\n  A 1K checkpoint for a 4K model: the model has the 4K '
+            f'windowed tokenizer (use_tokenizer=True) and the checkpoint has '
+            f'none of its {len(lacking)} keys ({lacking[0]}, ...). Load the '
+            '4K weights (e.g. sapiens2_1b_4k_pretrain.safetensors) or use a '
+            '1K config.')
+    if extra and not lacking:
+        return (
+            f'\n  A 4K checkpoint for a 1K model: the checkpoint has the 4K '
+            f'windowed tokenizer ({len(extra)} keys: {extra[0]}, ...) and the '
+            'model has none (use_tokenizer=False). Use a 4K config '
+            '(configs/*/sapiens2-1b-4k_*) or 1K weights.')
+    return ''
 
 
 def load_state_dict_checked(module: nn.Module,

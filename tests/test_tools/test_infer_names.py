@@ -68,17 +68,23 @@ def test_temporary_name_is_never_a_photo_name(tmp_path, capsys):
         drawing = cv2.imread(str(out / name))
         assert drawing is not None, name
         # [image | overlay]: the left half is that photo (PNG: lossless)
-        np.testing.assert_array_equal(drawing[:, :64], image, err_msg=name)
+        np.testing.assert_array_equal(drawing[:48, :64], image, err_msg=name)
     assert not [n for n in os.listdir(out) if n.startswith('.')]  # no temporaries
+    from sapiens2_mm.utils.atomic_file import default_file_mode
+    modes = {n: os.stat(out / n).st_mode & 0o777 for n in os.listdir(out)}
+    assert set(modes.values()) == {default_file_mode()}, modes
 
 
 def test_temporary_path_is_new_hidden_and_keeps_the_extension(tmp_path):
+    from sapiens2_mm.utils.atomic_file import default_file_mode
     from sapiens2_mm.utils.output_paths import temporary_path
     (tmp_path / 'a.partial.png').write_bytes(b'photo')
     tmp = temporary_path(str(tmp_path / 'a.png'))
     name = osp.basename(tmp)
     assert name.startswith('.a.png.') and name.endswith('.partial.png')
     assert osp.getsize(tmp) == 0
+    # not mkstemp's 0600: outputs get the mode open() gives
+    assert os.stat(tmp).st_mode & 0o777 == default_file_mode()
     assert (tmp_path / 'a.partial.png').read_bytes() == b'photo'
     assert temporary_path(str(tmp_path / 'a.png')) != tmp
 
@@ -104,7 +110,7 @@ def test_video_frames_and_a_photo_of_a_frame_name_keep_apart(tmp_path,
     assert np.load(out / 'clip_000000_seg.npy').shape == (48, 64)  # photo
     assert np.load(out / 'clip_mp4_000000_seg.npy').shape == (64, 48)
     drawing = cv2.imread(str(out / 'clip_000000.jpg'))
-    assert np.abs(drawing[:, :64].astype(int) - photo).mean() < 3
+    assert np.abs(drawing[:48, :64].astype(int) - photo).mean() < 3
     cap = cv2.VideoCapture(str(out / 'clip.mp4'))
     assert int(cap.get(cv2.CAP_PROP_FRAME_COUNT)) == 3
     cap.release()

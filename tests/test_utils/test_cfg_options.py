@@ -101,3 +101,39 @@ def test_tool_keys_accepted_at_top_level():
     assert find_unknown_cfg_options(cfg, {'load_partial': True}) == {}
     assert apply_cfg_options(cfg, {'load_partial': True}) == []
     assert cfg.load_partial is True
+
+
+def _every_shipped_config():
+    from tests.tiny_variants import SHIPPED
+    return [osp.relpath(p, REPO_DIR) for p in SHIPPED]
+
+
+def test_init_cfg_checkpoint_override_fits_every_config():
+    """Issue 18: the documented ``model.backbone.init_cfg.checkpoint=FILE``
+    ended in mmengine's 'cannot inherit from base' TypeError on every config
+    whose init_cfg is None (the tiny ones, the pretraining ones)."""
+    key = 'model.backbone.init_cfg.checkpoint'
+    was_none = []
+    for config in _every_shipped_config():
+        cfg = Config.fromfile(osp.join(REPO_DIR, config))
+        before = cfg.model.backbone.get('init_cfg')
+        notes = apply_cfg_options(cfg, {key: 'mine.safetensors'})
+        init_cfg = cfg.model.backbone.init_cfg
+        assert init_cfg['checkpoint'] == 'mine.safetensors', config
+        assert init_cfg['type'] == 'Pretrained', config
+        if before is None:
+            was_none.append(config)
+            assert 'model.backbone.init_cfg was None' in notes[0], config
+        else:
+            assert dict(init_cfg) == dict(before, checkpoint='mine.safetensors')
+    assert len(was_none) >= 6  # 5 tiny task configs and the pretrain ones
+
+
+def test_init_cfg_filled_with_a_given_type():
+    cfg = Config.fromfile(WORKFLOW_CFG)
+    assert cfg.model.backbone.init_cfg is None
+    apply_cfg_options(cfg, {'model.backbone.init_cfg.type': 'Pretrained',
+                            'model.backbone.init_cfg.checkpoint': 'a.pth',
+                            'model.backbone.init_cfg.prefix': 'backbone.'})
+    assert dict(cfg.model.backbone.init_cfg) == dict(
+        type='Pretrained', checkpoint='a.pth', prefix='backbone.')

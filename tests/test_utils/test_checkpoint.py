@@ -99,3 +99,30 @@ def test_non_dict_checkpoint(tmp_path):
     torch.save([torch.zeros(1)], path)
     with pytest.raises(ValueError, match='holds a list'):
         read_checkpoint(str(path))
+
+
+def test_1k_checkpoint_into_a_4k_backbone_names_the_tokenizer(tmp_path):
+    one_k = Sapiens2(arch=TINY18).state_dict()
+    four_k = Sapiens2(arch=TINY18, use_tokenizer=True)
+    with pytest.raises(CheckpointMismatchError) as err:
+        load_state_dict_checked(four_k, one_k, source='1k.safetensors')
+    text = str(err.value)
+    assert 'A 1K checkpoint for a 4K model' in text
+    assert 'use_tokenizer=True' in text and 'tokenizer.local_pos_embed' in text
+    # the same through a Pretrained init_cfg (the 4K configs' route)
+    path = str(tmp_path / 'sapiens2_1b_pretrain.safetensors')
+    save_file({k: v.contiguous() for k, v in one_k.items()}, path)
+    model = Sapiens2(arch=TINY18, use_tokenizer=True,
+                     init_cfg=dict(type='Pretrained', checkpoint=path))
+    with pytest.raises(CheckpointMismatchError,
+                       match='1K checkpoint for a 4K model'):
+        model.init_weights()
+
+
+def test_4k_checkpoint_into_a_1k_backbone_names_the_tokenizer():
+    four_k = Sapiens2(arch=TINY18, use_tokenizer=True).state_dict()
+    with pytest.raises(CheckpointMismatchError) as err:
+        load_state_dict_checked(Sapiens2(arch=TINY18), four_k)
+    text = str(err.value)
+    assert 'A 4K checkpoint for a 1K model' in text
+    assert 'tokenizer.local_pos_embed' in text and 'use_tokenizer=False' in text

@@ -6,9 +6,11 @@ RoPE, a CLS token plus 8 storage (register) tokens, and for the 4K model a
 windowed tokenizer stem. Parameter names equal the official ones, so official
 ``.safetensors`` files load with ``load_state_dict(strict=True)``.
 """
+import logging
 from typing import Optional, Sequence, Tuple, Union
 
 import torch
+from mmengine.logging import print_log
 from mmengine.model import BaseModule
 from torch import nn
 from torch.utils.checkpoint import checkpoint
@@ -256,17 +258,24 @@ class Sapiens2(BaseModule):
         read with :func:`sapiens2_mm.utils.read_checkpoint` (safetensors or
         pth; ``backbone.`` of a task checkpoint is selected) and every key
         must fit, else :class:`CheckpointMismatchError` lists the mismatches.
+        The load is logged (mmengine's current logger): the file, the number
+        of tensors loaded, and the keys of the file that were not used (the
+        head of a task checkpoint).
         """
         if self.init_cfg and self.init_cfg.get('type') == 'Pretrained':
             from ...utils.checkpoint import (
                 load_state_dict_checked,
+                pretrained_load_message,
                 read_checkpoint,
                 select_prefix,
             )
             path = self.init_cfg['checkpoint']
             prefix = self.init_cfg.get('prefix', 'backbone.')
-            state = select_prefix(read_checkpoint(path), prefix)
+            raw = read_checkpoint(path)
+            state = select_prefix(raw, prefix)
             load_state_dict_checked(self, state, source=path)
+            print_log(pretrained_load_message(path, raw, state, prefix),
+                      logger='current', level=logging.INFO)
             self._is_init = True
             return
         self.reset_parameters()
@@ -344,8 +353,12 @@ class Sapiens2(BaseModule):
         if self.out_type == 'cls_token':
             return x[:, 0]
         patches = x[:, self.num_extra_tokens:]
+        # The official permuted view (channels-last strides), not a
+        # .contiguous() copy: the CPU picks its float32 convolution kernels by
+        # memory layout, so only this layout gives the heads' official values
+        # bit for bit.
         return patches.reshape(x.shape[0], grid[0], grid[1],
-                               -1).permute(0, 3, 1, 2).contiguous()
+                               -1).permute(0, 3, 1, 2)
 
     def _check_ids_keep(self, ids_keep: torch.Tensor, batch: int,
                         num_patches: int) -> None:

@@ -89,23 +89,42 @@ def test_tensor_mode_returns_official_outputs():
 
 
 def test_predict_removes_the_letterbox_and_keeps_metainfo():
+    # The head predicts at a quarter of the input (16x12 of 64x48): the
+    # padding (0, 0, 4, 4) of the input is (0, 0, 1, 1) prediction pixels.
     model = _model('pointmap').eval()
     data = dict(inputs=[torch.randint(0, 255, (3, 64, 48), dtype=torch.uint8)],
                 data_samples=[DenseDataSample(metainfo=dict(
                     img_path='a.png', ori_shape=(30, 40), img_shape=(64, 48),
-                    padding_size=(0, 0, 2, 2), scale_factor=(0.3, 0.3)))])
+                    padding_size=(0, 0, 4, 4), scale_factor=(0.3, 0.3)))])
     data = model.data_preprocessor(data, False)
-    assert data['data_samples'][0].padding_size == (0, 0, 2, 2)
+    assert data['data_samples'][0].padding_size == (0, 0, 4, 4)
     with torch.no_grad():
         result, = model(**data, mode='predict')
+        raw, raw_scale = model(data['inputs'], mode='tensor')
     assert result.pred_pointmap.data.shape == (3, 30, 40)
     assert result.pred_depth.data.shape == (1, 30, 40)
     scale = result.pred_scale
-    with torch.no_grad():
-        raw_scale = model(data['inputs'], mode='tensor')[1].item()
-    assert raw_scale > 0 and scale == pytest.approx(raw_scale)
-    assert result.pred_focal_length == pytest.approx(768 / (scale * 0.3))
+    assert raw_scale.item() > 0 and scale == pytest.approx(raw_scale.item())
+    # independently: crop one row top and bottom, resize, divide by s
+    expected = torch.nn.functional.interpolate(
+        raw[:, :, 1:15, :], size=(30, 40), mode='bilinear',
+        align_corners=False)[0] / scale
+    torch.testing.assert_close(result.pred_pointmap.data, expected)
+    # 768 px of the canonical camera in the prediction frame, which is 0.3 x
+    # (12 / 48) of the original image
+    assert result.pred_focal_length == pytest.approx(
+        768 / (scale * 0.3 * 0.25))
     assert result.img_path == 'a.png'
+
+
+def test_padding_that_is_not_whole_prediction_pixels_is_refused():
+    model = _model('normal').eval()
+    sample = DenseDataSample(metainfo=dict(
+        img_path='a.png', ori_shape=(30, 40), img_shape=(64, 48),
+        padding_size=(0, 0, 2, 2)))
+    with torch.no_grad(), pytest.raises(ValueError,
+                                        match=r'\(0, 0, 2, 2\).*align=4'):
+        model.predict(torch.randn(1, 3, 64, 48), [sample])
 
 
 @pytest.mark.parametrize('task', ['normal', 'pointmap'])

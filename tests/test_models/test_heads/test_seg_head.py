@@ -3,7 +3,7 @@ import json
 
 import pytest
 import torch
-from mmengine.config import Config
+from mmengine.config import Config, ConfigDict
 from mmengine.model import BaseModel
 from mmengine.structures import PixelData
 from mmseg.structures import SegDataSample
@@ -124,3 +124,59 @@ def test_config_class_weight_matches_metainfo(repo_path):
     ce = cfg.model.decode_head.loss_decode[0]
     assert ce['type'] == 'mmseg.CrossEntropyLoss'
     assert ce['class_weight'] == seg29_metainfo()['class_weight']
+
+
+def _four_k_shaped_segmentor():
+    """Tokenizer backbone (stride 64) and five deconvs: logits at half the
+    256x192 input, as the 4K configs (4096x3072 -> 2048x1536)."""
+    cfg = dict(
+        type='mmseg.EncoderDecoder',
+        data_preprocessor=dict(type='mmseg.SegDataPreProcessor',
+                               mean=[0, 0, 0], std=[1, 1, 1]),
+        backbone=dict(type='Sapiens2', arch=dict(
+            embed_dims=32, num_layers=2, num_heads=2,
+            feedforward_channels=64, num_tokenizer_layers=1),
+            img_size=(256, 192), use_tokenizer=True, out_type='featmap',
+            out_indices=[-1], init_cfg=None),
+        decode_head=dict(type='SegHead', in_channels=32,
+                         deconv_out_channels=(16, 16, 8, 8, 8),
+                         deconv_kernel_sizes=(4, 4, 4, 4, 4),
+                         conv_out_channels=(8, ), conv_kernel_sizes=(1, )),
+        test_cfg=dict(mode='whole'))
+    torch.manual_seed(0)
+    model = MODELS.build(ConfigDict(cfg)).eval()
+    model.init_weights()
+    return model
+
+
+def test_half_resolution_logits_are_resized_once_to_the_original_size():
+    """No padding: the 128x96 logits go straight to the 100x70 original
+    size (mmseg's predict_by_feat would first upsample them to the 256x192
+    input and then resize a second time)."""
+    model = _four_k_shaped_segmentor()
+    x = torch.randn(1, 3, 256, 192)
+    sample = SegDataSample(metainfo=dict(ori_shape=(100, 70),
+                                         img_shape=(256, 192)))
+    with torch.no_grad():
+        raw = model._forward(x)
+        result, = model.predict(x, [sample])
+    assert raw.shape == (1, 29, 128, 96)
+    expected = torch.nn.functional.interpolate(
+        raw, size=(100, 70), mode='bilinear', align_corners=False)[0]
+    torch.testing.assert_close(result.seg_logits.data, expected)
+    assert torch.equal(result.pred_sem_seg.data[0], expected.argmax(0))
+
+
+def test_padded_inputs_keep_mmseg_resize_to_the_input_size():
+    model = _four_k_shaped_segmentor()
+    x = torch.randn(1, 3, 256, 192)
+    metas = [dict(img_shape=(256, 192), padding_size=[0, 0, 8, 8])]
+    with torch.no_grad():
+        logits = model.decode_head.predict(model.extract_feat(x), metas,
+                                           model.test_cfg)
+    assert logits.shape == (1, 29, 256, 192)
+    metas = [dict(img_shape=(256, 192), padding_size=[0, 0, 0, 0])]
+    with torch.no_grad():
+        logits = model.decode_head.predict(model.extract_feat(x), metas,
+                                           model.test_cfg)
+    assert logits.shape == (1, 29, 128, 96)

@@ -5,6 +5,7 @@ from .geometric import (
                         DenseRandomFlip,
                         DenseRandomScale,
                         DenseResizePad,
+                        DenseToOutputSize,
 )
 from .loading import DenseFileError, LoadDenseAnnotations
 from .photometric import RandomDownUpSample, RandomSolarize
@@ -12,7 +13,7 @@ from .targets import NormalGenerateTarget, PointmapGenerateTarget
 
 __all__ = [
     'PackDenseInputs', 'DenseRandomCropContinuous', 'DenseRandomFlip',
-    'DenseRandomScale', 'DenseResizePad', 'DenseFileError',
+    'DenseRandomScale', 'DenseResizePad', 'DenseToOutputSize', 'DenseFileError',
     'LoadDenseAnnotations', 'RandomDownUpSample', 'RandomSolarize',
     'NormalGenerateTarget', 'PointmapGenerateTarget'
 ]

@@ -214,6 +214,14 @@ class DenseResizePad(BaseTransform):
     validation and test share the test transform, so predictions can be
     un-letterboxed exactly.
 
+    ``align`` > 1 floors the resized size and the left/top padding to
+    multiples of ``align`` (the image may stretch by up to ``align - 1``
+    pixels per axis; ``scale_factor`` records the actual factors). The 4K
+    heads predict at half the input size (``align=2``): their letterbox
+    padding is then a whole number of output pixels and can be cropped
+    exactly (see :func:`sapiens2_mm.models.heads.dense.letterbox.
+    output_padding`).
+
     Args:
         height: output height (1024).
         width: output width (768).
@@ -221,6 +229,9 @@ class DenseResizePad(BaseTransform):
         resize_targets: resize and pad the target fields too.
         pad_val: image padding value (0).
         pixel_convention: ``'center'`` or ``'official'`` (see fields.py).
+        align: multiple of the resized size and of the left/top padding
+            (1: none; 2 for the half-resolution 4K heads). ``height`` and
+            ``width`` must be multiples of it.
 
     Modified keys: ``img``, ``img_shape``, ``padding_size``,
     ``scale_factor`` ((sx, sy) of this resize), ``keep_ratio``, target
@@ -229,10 +240,16 @@ class DenseResizePad(BaseTransform):
 
     def __init__(self, height: int = 1024, width: int = 768,
                  size_rounding: str = 'round', resize_targets: bool = True,
-                 pad_val: float = 0, pixel_convention: str = 'center') -> None:
+                 pad_val: float = 0, pixel_convention: str = 'center',
+                 align: int = 1) -> None:
         if size_rounding not in ('round', 'floor'):
             raise ValueError(f"size_rounding must be 'round' or 'floor', got "
                              f'{size_rounding!r}.')
+        if align < 1 or height % align or width % align:
+            raise ValueError(
+                f'DenseResizePad align={align} must be >= 1 and divide the '
+                f'output size {height}x{width}.')
+        self.align = int(align)
         self.height, self.width = height, width
         self.size_rounding = size_rounding
         self.resize_targets = resize_targets
@@ -243,11 +260,13 @@ class DenseResizePad(BaseTransform):
         h, w = results['img'].shape[:2]
         r = min(self.width / w, self.height / h)
         rnd = round if self.size_rounding == 'round' else math.floor
-        new_w = min(max(int(rnd(w * r)), 1), self.width)
-        new_h = min(max(int(rnd(h * r)), 1), self.height)
+        a = self.align
+        new_w = min(max(int(rnd(w * r)) // a * a, a), self.width)
+        new_h = min(max(int(rnd(h * r)) // a * a, a), self.height)
         sx, sy = _resize_all(results, new_w, new_h, self.pixel_convention,
                              r, targets=self.resize_targets)
-        left, top = (self.width - new_w) // 2, (self.height - new_h) // 2
+        left = (self.width - new_w) // 2 // a * a
+        top = (self.height - new_h) // 2 // a * a
         padding = (left, self.width - new_w - left, top,
                    self.height - new_h - top)
         results['img'] = pad_field(results['img'], padding, self.pad_val)
@@ -260,4 +279,67 @@ class DenseResizePad(BaseTransform):
         results['padding_size'] = padding
         results['scale_factor'] = (sx, sy)
         results['keep_ratio'] = True
+        return results
+
+
+@TRANSFORMS.register_module()
+class DenseToOutputSize(BaseTransform):
+    """Move the targets and the network intrinsics to the head's output frame.
+
+    The 4K dense heads predict at ``scale`` (0.5) times the network input:
+    2048x1536 for a 4096x3072 input. Placed after :class:`DenseResizePad`,
+    this makes the loss compare maps of one size without upsampling the
+    prediction:
+
+    * ``resize_targets=True`` (training: the targets were letterboxed with
+      the image): every target field is resized to the output size (albedo
+      bilinear, the rest nearest, as every dense resize) and ``cam_K`` /
+      ``gt_cam_K`` are scaled with it, so the pointmap targets and the
+      intrinsics-consistency loss live on the output pixel grid.
+    * ``resize_targets=False`` (validation / test: the targets keep the
+      original size for scoring there): only ``cam_K`` is scaled, so the
+      canonical scale of :class:`PointmapGenerateTarget` refers to the
+      output frame as in training.
+
+    ``img``, ``img_shape`` and ``padding_size`` stay those of the network
+    input; ``output_shape`` (H_out, W_out) is recorded.
+
+    Args:
+        scale: output size / input size; the input size times ``scale`` must
+            be whole pixels.
+        resize_targets: see above.
+        pixel_convention: ``'center'`` or ``'official'`` (see fields.py).
+
+    Raises:
+        ValueError: an input size that ``scale`` does not divide.
+    """
+
+    def __init__(self, scale: float = 0.5, resize_targets: bool = True,
+                 pixel_convention: str = 'center') -> None:
+        if not 0 < scale <= 1:
+            raise ValueError(f'DenseToOutputSize scale must be in (0, 1], '
+                             f'got {scale}.')
+        self.scale = float(scale)
+        self.resize_targets = resize_targets
+        self.pixel_convention = check_pixel_convention(pixel_convention)
+
+    def transform(self, results: dict) -> dict:
+        h, w = results['img'].shape[:2]
+        out_h, out_w = h * self.scale, w * self.scale
+        if out_h != int(out_h) or out_w != int(out_w):
+            raise ValueError(
+                f'DenseToOutputSize(scale={self.scale}) needs an input whose '
+                f'size times the scale is whole pixels, got {h}x{w} '
+                f'({results.get("img_path")}); letterbox to the config size '
+                'first (DenseResizePad).')
+        out_h, out_w = int(out_h), int(out_w)
+        if self.resize_targets:
+            for key in present_fields(results):
+                results[key] = resize_field(key, results[key], (out_w, out_h),
+                                            self.pixel_convention)
+        update_cameras(
+            results, lambda K: scale_intrinsics(K, out_w / w, out_h / h,
+                                                self.pixel_convention),
+            targets_moved=self.resize_targets)
+        results['output_shape'] = (out_h, out_w)
         return results

@@ -3,10 +3,10 @@ from .crop import SegRandomCrop
 from .filter import SegFilterSmallForeground
 from .loading import LoadSegAnnotations
 from .noise import SegRandomGaussianBlur, SegRandomGaussianNoise
-from .resize import SegRandomResize, SegResize
+from .resize import SegLabelToOutputSize, SegRandomResize, SegResize
 
 __all__ = [
     'SegRandomCrop', 'SegFilterSmallForeground', 'LoadSegAnnotations',
     'SegRandomGaussianBlur', 'SegRandomGaussianNoise',
-    'SegRandomResize', 'SegResize'
+    'SegRandomResize', 'SegResize', 'SegLabelToOutputSize'
 ]

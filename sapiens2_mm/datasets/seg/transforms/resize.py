@@ -14,7 +14,8 @@ from sapiens2_mm.registry import TRANSFORMS
 # resize_image / resize_label are imported from here by the inferencers.
 from ...transforms.interpolation import resize_image, resize_label
 
-__all__ = ['SegResize', 'SegRandomResize', 'resize_image', 'resize_label']
+__all__ = ['SegResize', 'SegRandomResize', 'SegLabelToOutputSize',
+           'resize_image', 'resize_label']
 
 
 def _apply(results: dict, height: int, width: int, labels: bool) -> dict:
@@ -89,3 +90,44 @@ class SegRandomResize(BaseTransform):
         else:
             new_h, new_w = int(box_h + 0.5), int(box_w + 0.5)
         return _apply(results, max(new_h, 1), max(new_w, 1), True)
+
+
+@TRANSFORMS.register_module()
+class SegLabelToOutputSize(BaseTransform):
+    """Resize the training label (nearest) to the head's output size.
+
+    The 4K seg head predicts logits at half the input (2048x1536 for
+    4096x3072). mmseg's loss would otherwise upsample the (B, 29, 2048,
+    1536) logits to a 4096x3072 label (1.5 GB of float32 per image, plus
+    its gradient); here the label comes down instead, once, on the CPU.
+    Placed after the last transform that moves the image (``SegResize``).
+
+    Args:
+        scale: output size / input size (0.5); the image size times
+            ``scale`` must be whole pixels.
+
+    Modified keys: ``gt_seg_map``.
+
+    Raises:
+        ValueError: an image size that ``scale`` does not divide.
+    """
+
+    def __init__(self, scale: float = 0.5) -> None:
+        if not 0 < scale <= 1:
+            raise ValueError(f'SegLabelToOutputSize scale must be in (0, 1], '
+                             f'got {scale}.')
+        self.scale = float(scale)
+
+    def transform(self, results: dict) -> dict:
+        h, w = results['img'].shape[:2]
+        out_h, out_w = h * self.scale, w * self.scale
+        if out_h != int(out_h) or out_w != int(out_w):
+            raise ValueError(
+                f'SegLabelToOutputSize(scale={self.scale}) needs an image '
+                f'whose size times the scale is whole pixels, got {h}x{w} '
+                f'({results.get("img_path")}); resize to the config size '
+                'first (SegResize).')
+        if results.get('gt_seg_map') is not None:
+            results['gt_seg_map'] = resize_label(results['gt_seg_map'],
+                                                 int(out_h), int(out_w))
+        return results

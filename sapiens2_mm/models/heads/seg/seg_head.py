@@ -3,7 +3,7 @@
 Sapiens2 (Khirodkar et al., ICLR 2026, arXiv 2604.21681); see docs/seg.md.
 """
 import copy
-from typing import Optional, Sequence, Tuple, Union
+from typing import List, Optional, Sequence, Tuple, Union
 
 import torch
 from mmseg.models.decode_heads.decode_head import BaseDecodeHead
@@ -41,7 +41,8 @@ class SegHead(BaseDecodeHead):
 
     Shapes:
         input: tuple of (B, C, H/16, W/16) feature maps (the last is used).
-        output: (B, num_classes, H, W) logits for four x2 deconvs.
+        output: (B, num_classes, H, W) logits for four x2 deconvs; the 4K
+        head (stride-64 features, five deconvs) gives (B, K, H/2, W/2).
     """
 
     def __init__(self,
@@ -84,3 +85,31 @@ class SegHead(BaseDecodeHead):
         x = self.deconv_layers(x)
         x = self.conv_layers(x)
         return self.cls_seg(x)
+
+    def predict_by_feat(self, seg_logits: torch.Tensor,
+                        batch_img_metas: List[dict]) -> torch.Tensor:
+        """Logits for the segmentor's ``postprocess_result``.
+
+        mmseg resizes the logits to the input size here, and the segmentor
+        then crops the padding and resizes them again to the original size.
+        When nothing is padded, the first resize only matters for a head
+        that predicts below the input size (the 4K head: 2048x1536 logits of
+        a 4096x3072 input) and there it costs a (K, 4096, 4096 * 3 / 4)
+        float32 map (1.5 GB for 29 classes) and a second interpolation: it
+        is skipped, and the postprocess resizes once, straight to the
+        original size. With padding (given in input pixels) or in slide
+        inference (``img_shape`` a ``torch.Size``) mmseg's resize runs.
+
+        Args:
+            seg_logits: (B, K, h, w) head output.
+            batch_img_metas: metainfo of the batch.
+
+        Returns:
+            (B, K, h, w) unchanged, or resized to the input size.
+        """
+        meta = batch_img_metas[0]
+        padding = meta.get('img_padding_size', meta.get('padding_size'))
+        slide = isinstance(meta.get('img_shape'), torch.Size)
+        if not slide and not any(padding or ()):
+            return seg_logits
+        return super().predict_by_feat(seg_logits, batch_img_metas)

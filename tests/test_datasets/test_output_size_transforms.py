@@ -1,0 +1,118 @@
+"""4K pipelines: even letterbox, targets and intrinsics at the 2K output."""
+import numpy as np
+import pytest
+
+from sapiens2_mm.registry import TRANSFORMS
+from tests.test_datasets.test_dense_transforms import (
+    K0,
+    coordinate_sample,
+    project,
+    sample_bilinear,
+    world_points,
+)
+
+
+def _build(**cfg):
+    return TRANSFORMS.build(cfg)
+
+
+def test_aligned_letterbox_has_even_size_and_padding_known_answer():
+    # 333x500 into 4096x3072: r = min(3072 / 500, 4096 / 333) = 6.144, width
+    # 3072, height 333 * 6.144 = 2045.95 -> floor 2045 (pad 2051: top 1025,
+    # odd); align=2 floors to 2044 and pads 1026 / 1026.
+    img = np.zeros((333, 500, 3), np.uint8)
+    plain = _build(type='DenseResizePad', height=4096, width=3072,
+                   size_rounding='floor')(dict(img=img.copy()))
+    assert plain['padding_size'] == (0, 0, 1025, 1026)
+    out = _build(type='DenseResizePad', height=4096, width=3072,
+                 size_rounding='floor', align=2)(dict(img=img.copy()))
+    assert out['img'].shape == (4096, 3072, 3)
+    assert out['padding_size'] == (0, 0, 1026, 1026)
+    sx, sy = out['scale_factor']
+    assert (sx, sy) == (3072 / 500, 2044 / 333)
+
+
+def test_align_must_divide_the_size():
+    with pytest.raises(ValueError, match='align=3'):
+        _build(type='DenseResizePad', height=4096, width=3072, align=3)
+
+
+def test_training_targets_and_camera_land_on_the_output_grid():
+    """Targets at half the letterboxed size with the output-frame cam_K: a
+    world point projected with it lands where the (bilinear) albedo target
+    holds that point's original pixel coordinates."""
+    results = coordinate_sample()  # 60x80, albedo = (u, v, u) / 100
+    results = _build(type='DenseResizePad', height=256, width=192,
+                     align=2)(results)
+    out = _build(type='DenseToOutputSize', scale=0.5)(results)
+    assert out['img'].shape[:2] == (256, 192)  # the input stays
+    assert out['gt_albedo'].shape[:2] == (128, 96)
+    assert out['gt_mask'].shape == (128, 96) and out['output_shape'] == (
+        128, 96)
+    world, uv = world_points()
+    p = project(out['cam_K'], out['cam_extrinsics'], world)
+    left, right, top, bottom = (v // 2 for v in out['padding_size'])
+    inside = ((p[:, 0] >= left + 2) & (p[:, 0] <= 95 - right - 2)
+              & (p[:, 1] >= top + 2) & (p[:, 1] <= 127 - bottom - 2))
+    assert inside.sum() > 20
+    shown = sample_bilinear(out['gt_albedo'], p[inside]) * 100
+    assert np.abs(shown[:, :2] - uv[inside]).max() < 0.05
+    np.testing.assert_array_equal(out['gt_cam_K'], out['cam_K'])
+
+
+def test_test_time_moves_only_the_network_intrinsics():
+    results = _build(type='DenseResizePad', height=256, width=192,
+                     size_rounding='floor', resize_targets=False,
+                     align=2)(coordinate_sample())
+    net_K = results['cam_K'].copy()
+    out = _build(type='DenseToOutputSize', scale=0.5,
+                 resize_targets=False)(results)
+    assert out['gt_depth'].shape == (60, 80)  # original size, for metrics
+    np.testing.assert_array_equal(out['gt_cam_K'], K0)
+    assert out['cam_K'][0, 0] == pytest.approx(net_K[0, 0] / 2)
+    assert out['cam_K'][0, 2] == pytest.approx((net_K[0, 2] + 0.5) / 2 - 0.5)
+
+
+def test_4k_canonical_scale_equals_the_1k_one():
+    """The 4K pipeline (4096x3072 input, 2K output frame, canonical focal
+    1536) gives a photo the canonical scale the 1K pipeline (1024x768,
+    focal 768) gives it, so both models learn the same canonical space."""
+    def scale(height, width, focal, extra):
+        results = dict(img=np.zeros((600, 450, 3), np.uint8),
+                       gt_depth=np.full((600, 450), 3.0, np.float32),
+                       gt_mask=np.ones((600, 450), bool),
+                       cam_K=np.array([[500.0, 0, 225], [0, 500, 300],
+                                       [0, 0, 1]]))
+        results['gt_cam_K'] = results['cam_K'].copy()
+        steps = [dict(type='DenseResizePad', height=height, width=width,
+                      size_rounding='floor', resize_targets=False,
+                      align=2)] + extra + [
+            dict(type='PointmapGenerateTarget',
+                 canonical_focal_length=focal)]
+        for step in steps:
+            results = _build(**step)(results)
+        return results['canonical_scale']
+
+    one_k = scale(1024, 768, 768.0, [])
+    four_k = scale(4096, 3072, 1536.0, [
+        dict(type='DenseToOutputSize', scale=0.5, resize_targets=False)])
+    # 768 / (500 * 768 / 450) both ways
+    assert one_k == pytest.approx(768 / (500 * 768 / 450))
+    assert four_k == pytest.approx(one_k)
+
+
+def test_output_size_refuses_sizes_the_scale_does_not_divide():
+    with pytest.raises(ValueError, match='101x80'):
+        _build(type='DenseToOutputSize', scale=0.5)(
+            dict(img=np.zeros((101, 80, 3), np.uint8)))
+
+
+def test_seg_label_comes_down_to_the_output_size():
+    label = np.arange(48, dtype=np.uint8).reshape(8, 6)
+    out = _build(type='SegLabelToOutputSize', scale=0.5)(
+        dict(img=np.zeros((8, 6, 3), np.uint8), gt_seg_map=label))
+    np.testing.assert_array_equal(out['gt_seg_map'], label[0::2, 0::2])
+    assert out['img'].shape[:2] == (8, 6)
+    with pytest.raises(ValueError, match='7x6'):
+        _build(type='SegLabelToOutputSize', scale=0.5)(
+            dict(img=np.zeros((7, 6, 3), np.uint8), gt_seg_map=label))

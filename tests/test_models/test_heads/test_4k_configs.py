@@ -1,0 +1,145 @@
+"""The Sapiens2-1B-4K task configs: backbone, 2K heads, pipelines, schedule.
+
+Every config is built on the meta device and run on a (1, 3, 4096, 3072)
+input; the expected output sizes follow from the stride-64 feature map
+(64x48) and the number of x2 stages, counted here from the configs.
+"""
+import glob
+import os.path as osp
+
+import pytest
+import torch
+from mmengine.config import Config
+
+from sapiens2_mm.registry import MODELS
+from tests.conftest import REPO_DIR
+
+FOUR_K = sorted(glob.glob(osp.join(REPO_DIR, 'configs', '*',
+                                   'sapiens2-1b-4k_*.py')))
+TASKS = {osp.basename(osp.dirname(p)): p for p in FOUR_K}
+ONE_K = {task: glob.glob(osp.join(REPO_DIR, 'configs', task,
+                                  'sapiens2-1b_*' + suffix))[0]
+         for task, suffix in (('seg', 'seg29-1024x768.py'),
+                              ('normal', 'normal-1024x768.py'),
+                              ('pointmap', 'pointmap-1024x768.py'),
+                              ('albedo', 'albedo-1024x768.py'),
+                              ('pose', 'sapiens308-1024x768.py'))}
+PRETRAIN = 'checkpoints/sapiens2_1b_4k_pretrain.safetensors'
+BACKBONE_PARAMS = 1_606_588_928  # reference: 1B-4K with the tokenizer
+# task -> (upsampling key of the head, output shape of a 4096x3072 input)
+OUTPUTS = {
+    'seg': ('deconv_out_channels', (1, 29, 2048, 1536)),
+    'normal': ('upsample_channels', (1, 3, 2048, 1536)),
+    'albedo': ('upsample_channels', (1, 3, 2048, 1536)),
+    'pointmap': ('upsample_channels', (1, 3, 2048, 1536)),
+    'pose': ('deconv_out_channels', (1, 308, 512, 384)),
+}
+
+
+def test_one_4k_config_per_task():
+    assert sorted(TASKS) == sorted(OUTPUTS) and len(FOUR_K) == len(TASKS)
+
+
+def _head(cfg):
+    return cfg.model.get('decode_head') or cfg.model.head
+
+
+@pytest.mark.parametrize('task', sorted(OUTPUTS))
+def test_4k_model_builds_and_predicts_at_2k(task):
+    cfg = Config.fromfile(TASKS[task])
+    backbone = cfg.model.backbone
+    assert backbone.arch == 'sapiens2_1b' and backbone.use_tokenizer
+    assert tuple(backbone.img_size) == (4096, 3072)
+    assert backbone.init_cfg == dict(type='Pretrained', checkpoint=PRETRAIN)
+    backbone.init_cfg = None
+    with torch.device('meta'):
+        model = MODELS.build(cfg.model)
+        out = model._forward(torch.empty(1, 3, 4096, 3072), None)
+    assert sum(p.numel() for p in model.backbone.parameters()) == \
+        BACKBONE_PARAMS
+    pred = out[0] if task == 'pointmap' else out
+    assert tuple(pred.shape) == OUTPUTS[task][1]
+    if task == 'pointmap':
+        assert tuple(out[1].shape) == (1, 1)
+
+
+@pytest.mark.parametrize('task', sorted(OUTPUTS))
+def test_4k_head_is_the_1k_head_plus_one_upsampling_stage(task):
+    key = OUTPUTS[task][0]
+    four_k = _head(Config.fromfile(TASKS[task]))
+    one_k = _head(Config.fromfile(ONE_K[task]))
+    assert list(four_k[key][:-1]) == list(one_k[key])
+    # the new stage is no wider than the last 1K stage
+    assert four_k[key][-1] <= one_k[key][-1]
+
+
+@pytest.mark.parametrize('task', sorted(OUTPUTS))
+def test_4k_schedule_keeps_the_1k_global_batch_and_steps(task):
+    """Per-GPU batch x accumulation = the 1K per-GPU batch; loader
+    iterations, warmup and intervals scale with the accumulation."""
+    four_k, one_k = Config.fromfile(TASKS[task]), Config.fromfile(ONE_K[task])
+    accum = four_k.optim_wrapper.accumulative_counts
+    batch = four_k.train_dataloader.batch_size
+    assert batch * accum == one_k.train_dataloader.batch_size
+    assert four_k.train_cfg.max_iters == one_k.train_cfg.max_iters * accum
+    assert four_k.param_scheduler[0].end == one_k.param_scheduler[0].end * \
+        accum
+    assert four_k.param_scheduler[1].end == four_k.train_cfg.max_iters
+    assert four_k.optim_wrapper.optimizer == one_k.optim_wrapper.optimizer
+    assert four_k.optim_wrapper.paramwise_cfg.num_layers == 40
+    assert four_k.optim_wrapper.get('dtype') == one_k.optim_wrapper.get(
+        'dtype')
+    name = osp.basename(TASKS[task])
+    data = name.split('_')[-1]
+    assert name == (f'sapiens2-1b-4k_8xb{batch}-'
+                    f'{four_k.train_cfg.max_iters // 1000}k_{data}')
+    assert data.endswith('-4096x3072.py')
+
+
+def _types(pipeline):
+    return [step['type'] for step in pipeline]
+
+
+@pytest.mark.parametrize('task', ['normal', 'pointmap', 'albedo'])
+def test_dense_pipelines_letterbox_evenly_and_target_the_2k_output(task):
+    cfg = Config.fromfile(TASKS[task])
+    train = cfg.train_dataloader.dataset.pipeline
+    types = _types(train)
+    at = types.index('DenseResizePad')
+    assert train[at]['align'] == 2 and (train[at].height,
+                                        train[at].width) == (4096, 3072)
+    assert train[at + 1] == dict(type='DenseToOutputSize', scale=0.5)
+    test = cfg.test_dataloader.dataset.pipeline
+    types = _types(test)
+    at = types.index('DenseResizePad')
+    assert test[at]['align'] == 2 and not test[at]['resize_targets']
+    assert test[at + 1] == dict(type='DenseToOutputSize', scale=0.5,
+                                resize_targets=False)
+    if task == 'pointmap':
+        focal = [s for s in train if s['type'] == 'PointmapGenerateTarget']
+        assert focal[0]['canonical_focal_length'] == 1536.0
+        assert _head(cfg).canonical_focal_length == 1536.0
+
+
+def test_seg_pipeline_trains_on_2k_labels_and_tests_at_the_original_size():
+    cfg = Config.fromfile(TASKS['seg'])
+    train = cfg.train_dataloader.dataset.pipeline
+    assert _types(train)[-2:] == ['SegLabelToOutputSize',
+                                  'mmseg.PackSegInputs']
+    assert cfg.model.data_preprocessor.size == (4096, 3072)
+    test = cfg.test_dataloader.dataset.pipeline
+    resize = [s for s in test if s['type'] == 'SegResize'][0]
+    assert resize['test_mode'] and (resize.height, resize.width) == (4096,
+                                                                     3072)
+
+
+def test_pose_codec_matches_the_4k_head():
+    cfg = Config.fromfile(TASKS['pose'])
+    codec = cfg.model.head.decoder
+    assert tuple(codec.input_size) == (3072, 4096)
+    assert tuple(codec.heatmap_size) == (384, 512)  # (W, H) of the output
+    assert codec.sigma == 12  # 6 at 256x192, scaled with the heatmap
+    encoder = [s for s in cfg.train_dataloader.dataset.pipeline
+               if s['type'] == 'mmpose.GenerateTarget'][0]['encoder']
+    assert encoder == codec
+    assert cfg.model.backbone.with_cp
