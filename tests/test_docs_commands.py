@@ -118,6 +118,19 @@ COVERAGE = {
         ('reason', SLURM),
     'tools/dist_train.sh configs/pose/'
     'sapiens2-5b_8xb2-20k_sapiens308-1024x768_fsdp.py 8': ('test', FSDP),
+    'python tools/gpu_acceptance.py --check-imports': (
+        'test', 'tests/test_tools/test_gpu_acceptance.py::'
+        'test_check_imports_reports_the_stack'),
+    'bash tools/fetch_acceptance_wheels.sh': ('reason', (
+        'downloads wheels from PyPI for the GPU machine; the list was fetched '
+        'and the stack imported from it under Python 3.12, torch 2.11, numpy '
+        '2.5 when it was written (docs/large_models.md)')),
+    'bash tools/gpu_acceptance.sh': ('reason', (
+        'needs a CUDA GPU; every stage runs with tiny shapes on the CPU in '
+        'tests/test_tools/test_gpu_acceptance.py::test_dry_run_every_stage')),
+    'bash tools/gpu_acceptance.sh --dry-run': (
+        'test', 'tests/test_tools/test_gpu_acceptance.py::'
+        'test_dry_run_every_stage'),
     'python tools/analysis_tools/benchmark_fsdp.py --embed-dims 384 '
     '--num-layers 8 --iters 3 --out fsdp_bench.json': (
         'test', 'tests/test_tools/test_benchmark_fsdp.py::'
