@@ -260,6 +260,12 @@ COVERAGE = {
     'sapiens2-tiny_1xb12-300_sapiens308sample-128x96.py '
     'work_dirs/pose308_tiny/iter_300.pth':
         ('test', 'test_tiny_308_config_trains_and_tests'),
+    'python tools/analysis_tools/show_reconstructions.py '
+    'configs/pretrain/sapiens2-tiny_pretrain-cpu-64x48.py '
+    'work_dirs/sapiens2-tiny_pretrain-cpu-64x48/iter_40.pth '
+    '--input my_photos/ --output-dir work_dirs/reconstructions':
+        ('test', 'tests/test_tools/test_show_reconstructions.py::'
+                 'test_panels_are_legible_and_show_the_masked_photo'),
     # Speed options (docs/inference.md).
     'python tools/infer.py pose CONFIG CKPT --input photos/ --output out/ '
     '--bboxes boxes.json --batch-size 16 --compile --dtype bf16': ('reason', (
