@@ -227,6 +227,14 @@ COVERAGE = {
     'python tools/train.py configs/pretrain/'
     'sapiens2-tiny_finetune-pose_cocosample-128x96.py':
         ('test', 'test_tiny_pretrain_export_finetune_chain'),
+    'python tools/train.py configs/pose/'
+    'sapiens2-tiny_1xb12-300_sapiens308sample-128x96.py '
+    '--work-dir work_dirs/pose308_tiny':
+        ('test', 'test_tiny_308_config_trains_and_tests'),
+    'python tools/test.py configs/pose/'
+    'sapiens2-tiny_1xb12-300_sapiens308sample-128x96.py '
+    'work_dirs/pose308_tiny/iter_300.pth':
+        ('test', 'test_tiny_308_config_trains_and_tests'),
     # Speed options (docs/inference.md).
     'python tools/infer.py pose CONFIG CKPT --input photos/ --output out/ '
     '--bboxes boxes.json --batch-size 16 --compile --dtype bf16': ('reason', (
@@ -576,3 +584,30 @@ def test_init_cfg_override_on_a_config_whose_init_cfg_is_none(tmp_path):
     assert (f'Pretrained: loaded {len(state) - 1} tensors from {path} (keys '
             "under 'backbone.'); 1 key(s) of the file not used: "
             'head.final_layer.weight.') in log
+
+
+def test_tiny_308_config_trains_and_tests(tmp_path):
+    """Issue 18: the flagship 308-keypoint task had no sample config. The
+    bundled annotations are the converter's output for the bundled
+    COCO-WholeBody file (byte for byte); train.py (2 iterations here) and
+    test.py run on them and report the 308-keypoint metric."""
+    import json
+    config = osp.join(REPO_DIR, 'configs', 'pose',
+                      'sapiens2-tiny_1xb12-300_sapiens308sample-128x96.py')
+    converted = str(tmp_path / 'converted.json')
+    wholebody_to_308.main([osp.join(COCO, 'test_coco_wholebody.json'),
+                           converted])
+    with open(converted, 'rb') as f, open(
+            osp.join(COCO, 'test_sapiens308.json'), 'rb') as g:
+        assert f.read() == g.read()
+    work = str(tmp_path / 'pose308_tiny')
+    train_tool.main([config, '--work-dir', work, '--cfg-options',
+                     'train_cfg.max_iters=2', 'experiment_name=pose308'])
+    test_work = str(tmp_path / 'test')
+    test_tool.main([config, osp.join(work, 'iter_2.pth'), '--work-dir',
+                    test_work])
+    with open(osp.join(test_work, 'test_metrics.json')) as f:
+        metrics = json.load(f)
+    assert 0 <= metrics['keypoints308/AP'] <= 1
+    assert metrics['keypoints308/face/AP'] == -1  # no face labels
+    assert 'keypoints308/body/AP' in metrics

@@ -394,14 +394,27 @@ def build_cfg(args: argparse.Namespace,
 
 
 def build_runner(cfg: Config):
-    """Runner, FlexibleRunner (configs with a ``strategy``) or ``runner_type``."""
+    """Runner, FlexibleRunner (configs with a ``strategy``) or ``runner_type``.
+
+    The two mmengine runners are sapiens2_mm's subclasses that keep the config
+    dump and the environment report in the log file, off the console, and
+    drop named upstream notices (sapiens2_mm/engine/runners).
+    """
     from mmengine.registry import RUNNERS
-    from mmengine.runner import FlexibleRunner, Runner
+
+    from sapiens2_mm.engine.runners import (
+        Sapiens2FlexibleRunner,
+        Sapiens2Runner,
+    )
+    quiet = {'Runner': Sapiens2Runner,
+             'FlexibleRunner': Sapiens2FlexibleRunner}
+    if cfg.get('runner_type') in quiet:  # the strategy snippets name these
+        return quiet[cfg.runner_type].from_cfg(cfg)
     if 'runner_type' in cfg:
         return RUNNERS.build(cfg)
     if cfg.get('strategy') is not None:
-        return FlexibleRunner.from_cfg(cfg)
-    return Runner.from_cfg(cfg)
+        return Sapiens2FlexibleRunner.from_cfg(cfg)
+    return Sapiens2Runner.from_cfg(cfg)
 
 
 def global_rank() -> int:

@@ -1,22 +1,58 @@
 """Dense predictions (normals, pointmap + scale, albedo) at the original size.
 
-The same steps as the official dense demos: letterbox the frame to the
-network size (the config's test pipeline, ``DenseResizePad``), forward,
-remove the letterbox padding and resize back to the frame size, then the
-task's post-processing (unit normals re-normalised after the resize; metric
-pointmap = canonical / scale and the focal length 768 / (scale * r); albedo
-clamped to [0, 1]). The post-processing is the model head's own
+The same steps, in the same order, as the official dense demos: letterbox
+the frame to the network size (the config's test pipeline,
+``DenseResizePad``), forward, then the task's post-processing (normals made
+unit length, metric pointmap = canonical / scale, albedo clamped to [0, 1]),
+remove the letterbox padding and resize back to the frame size (the
+pointmap blurred first when the frame is larger), and the focal length
+768 / (scale * r). The post-processing is the model head's own
 (:meth:`DenseEstimator.postprocess_result`), so ``tools/test.py`` and the
-inferencer produce the same maps.
+inferencer produce the same maps; ``postprocess`` picks the head's other
+orders (docs/dense.md).
+
+Optional foreground masks (the official demos' ``--seg_dir``,
+:mod:`~sapiens2_mm.apis.foreground`) are attached to each result; they only
+affect drawings and point clouds, never the arrays.
 """
-from typing import List, Optional
+from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 from mmengine.dataset import pseudo_collate
 
 from .base_inferencer import BaseInferencer
 from .dense_results import DenseResult
+from .foreground import SegDirMasks, SegModelMasks
 from .inputs import Frame
+
+
+def foreground_source(seg_dir: Optional[str] = None, fg_seg=None,
+                      device: str = 'cpu', batch_size: int = 4):
+    """The mask source of ``seg_dir`` / ``fg_seg`` (at most one), or None.
+
+    ``fg_seg``: a seg model (from :func:`init_model`), a ``SegInferencer``,
+    or a ``(config, checkpoint)`` pair.
+    """
+    if seg_dir is not None and fg_seg is not None:
+        raise ValueError('Give seg_dir (masks from a folder) or fg_seg (masks '
+                         'from a seg model), not both.')
+    if seg_dir is not None:
+        return SegDirMasks(seg_dir)
+    if fg_seg is None:
+        return None
+    from .seg_inferencer import SegInferencer
+    if isinstance(fg_seg, SegInferencer):
+        return SegModelMasks(fg_seg)
+    if isinstance(fg_seg, (tuple, list)):
+        from .init_model import init_model
+        config, checkpoint = fg_seg
+        fg_seg = init_model(config, checkpoint, device)
+    if getattr(fg_seg, 'task', None) != 'seg':
+        raise ValueError(
+            'fg_seg must be a seg model, a SegInferencer or a (seg config, '
+            f'checkpoint) pair; got a {getattr(fg_seg, "task", None)!r} '
+            'model.')
+    return SegModelMasks(SegInferencer(fg_seg, batch_size=batch_size))
 
 
 def _hwc(sample, name: str) -> Optional[np.ndarray]:
@@ -39,19 +75,51 @@ class DenseInferencer(BaseInferencer):
     ``tools/test.py``; ``None`` keeps the config's ``test_cfg.flip_test``.
 
     A frame whose post-processing fails (e.g. a pointmap scale <= 0 with the
-    head's ``scale_guard='error'``) is skipped and listed in :attr:`failed`
-    by :meth:`iter_frames`; the others go on.
+    head's ``scale_guard='error'``), or whose mask is of another size, is
+    skipped and listed in :attr:`failed` by :meth:`iter_frames`; the others
+    go on.
 
-    Args: see :class:`BaseInferencer`.
+    Args:
+        postprocess: the head's post-processing options, e.g.
+            ``{'normalize': 'after_resize'}`` (normal),
+            ``{'resize_smoothing': 'none'}`` (pointmap),
+            ``{'clamp': 'after_resize'}`` (albedo); default the official
+            demos' order (see the heads).
+        seg_dir: a folder of foreground masks (formats:
+            :mod:`~sapiens2_mm.apis.foreground`); a frame without one uses
+            the whole frame and is listed in :attr:`missing_masks`.
+        fg_seg: instead, take the foreground from a seg model run on the
+            same frames: a seg model, a ``SegInferencer`` or a ``(config,
+            checkpoint)`` pair.
+        Others: see :class:`BaseInferencer`.
     """
 
     def __init__(self, model, checkpoint: Optional[str] = None,
                  device: str = 'cpu', batch_size: int = 4,
-                 flip_test: Optional[bool] = None) -> None:
+                 flip_test: Optional[bool] = None,
+                 postprocess: Optional[dict] = None,
+                 seg_dir: Optional[str] = None,
+                 fg_seg: Union[None, object, Tuple[str, str]] = None) -> None:
         super().__init__(model, checkpoint, device, batch_size, flip_test)
         if self.flip_test is None:
             self.flip_test = bool(
                 (self.model.test_cfg or {}).get('flip_test', False))
+        if postprocess:
+            self.model.decode_head.set_postprocess(**postprocess)
+        self.foreground = foreground_source(
+            seg_dir, fg_seg, str(next(self.model.parameters()).device),
+            batch_size)
+
+    @property
+    def missing_masks(self) -> List[str]:
+        """Frames that had no mask in ``seg_dir`` (whole frame used)."""
+        return list(getattr(self.foreground, 'missing', {}))
+
+    def masks(self, frames: Sequence[Frame]) -> list:
+        """One foreground mask (H, W) bool or None per frame."""
+        if self.foreground is None:
+            return [None] * len(frames)
+        return self.foreground.masks(frames)
 
     def _prepare(self, frame: Frame) -> dict:
         h, w = frame.image.shape[:2]
@@ -59,6 +127,7 @@ class DenseInferencer(BaseInferencer):
                                   img_shape=(h, w), ori_shape=(h, w)))
 
     def run_batch(self, frames: List[Frame]) -> List[DenseResult]:
+        masks = self.masks(frames)  # a bad mask fails before the forward
         model = self.model
         data = model.data_preprocessor(
             pseudo_collate([self._prepare(f) for f in frames]), False)
@@ -69,7 +138,15 @@ class DenseInferencer(BaseInferencer):
             flipped = head.forward(model.extract_feat(inputs.flip(-1)))
             outputs = head.merge_flipped(outputs, flipped)
         samples = model.postprocess_result(outputs, samples)
-        return [self._result(f, s) for f, s in zip(frames, samples)]
+        source = getattr(self.foreground, 'source', None)
+        results = []
+        for frame, sample, mask in zip(frames, samples, masks):
+            result = self._result(frame, sample)
+            result.foreground = mask
+            result.foreground_source = source if mask is not None else (
+                None if source is None else 'missing')
+            results.append(result)
+        return results
 
     @staticmethod
     def _result(frame: Frame, sample) -> DenseResult:

@@ -23,6 +23,10 @@ class DenseResult:
         focal_length: the estimated focal length of the frame in pixels,
             768 / (s * r) with r the letterbox resize factor.
         video / frame_index: where the frame came from, for videos.
+        foreground: (H, W) bool foreground mask, or None (whole frame); it
+            affects drawings and point clouds only, never the arrays.
+        foreground_source: ``'seg_dir'``, ``'fg_seg'``, ``'missing'`` (a
+            mask folder without this frame's mask) or None (no masks asked).
     """
     name: str
     image_size: Tuple[int, int]
@@ -34,3 +38,5 @@ class DenseResult:
     focal_length: Optional[float] = None
     video: Optional[str] = None
     frame_index: Optional[int] = None
+    foreground: Optional[np.ndarray] = None
+    foreground_source: Optional[str] = None

@@ -1,4 +1,5 @@
-"""Optimizer-wrapper constructors, hooks and training strategies."""
+"""Optimizer-wrapper constructors, hooks, runners and training strategies."""
 from .hooks import *  # noqa: F401,F403
 from .optimizers import *  # noqa: F401,F403
+from .runners import *  # noqa: F401,F403
 from .strategies import *  # noqa: F401,F403

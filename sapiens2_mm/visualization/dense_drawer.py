@@ -5,7 +5,12 @@ Conventions (the official demos' drawings):
 * normals: ``(n + 1) / 2 * 255`` with x -> red, y -> green, z -> blue;
 * depth: inverse depth through the turbo colour map between a near and a far
   bound (near = red, far = blue); invalid depth (non-finite or <= 0) black;
-* albedo: ``round(255 * clamp(a, 0, 1))``.
+* albedo: ``255 * clamp(a, 0, 1)``.
+
+Normals and albedo become 8-bit by truncation (``astype(np.uint8)``) as the
+official demos do (``rounding='truncate'``); ``rounding='round'`` rounds to
+the nearest level instead (at most one level brighter; the 8-bit image is
+then the closest to the float map).
 
 All functions return (H, W, 3) uint8 **BGR** images (what ``cv2.imwrite``
 expects), so a written PNG shows the colours above.
@@ -20,22 +25,36 @@ DEPTH_CLAMP = (0.1, 250.0)
 # ... and takes them from the 1st / 99th percentiles of the valid depth.
 DEPTH_PERCENTILES = (1.0, 99.0)
 LEGEND_HEIGHT = 24
+#: How float colours in [0, 255] become 8-bit (see the module docstring).
+ROUNDINGS = ('truncate', 'round')
 
 
-def normal_to_bgr(normal: np.ndarray) -> np.ndarray:
+def to_uint8(levels: np.ndarray, rounding: str = 'truncate') -> np.ndarray:
+    """Float colour levels -> uint8, clipped to [0, 255], by ``rounding``."""
+    if rounding == 'round':
+        levels = np.round(levels)
+    elif rounding != 'truncate':
+        raise ValueError(f'rounding must be one of {ROUNDINGS}, got '
+                         f'{rounding!r}.')
+    return np.clip(levels, 0, 255).astype(np.uint8)
+
+
+def normal_to_bgr(normal: np.ndarray, rounding: str = 'truncate'
+                  ) -> np.ndarray:
     """(H, W, 3) unit normals -> (H, W, 3) uint8 BGR, ``(n + 1) / 2 * 255``.
 
     Non-finite components are drawn as 0 (black).
     """
     rgb = (np.nan_to_num(normal, nan=-1.0, posinf=1.0, neginf=-1.0) + 1) / 2
-    rgb = np.clip(np.round(rgb * 255), 0, 255).astype(np.uint8)
+    rgb = to_uint8(rgb * 255, rounding)
     return np.ascontiguousarray(rgb[..., ::-1])
 
 
-def albedo_to_bgr(albedo: np.ndarray) -> np.ndarray:
+def albedo_to_bgr(albedo: np.ndarray, rounding: str = 'truncate'
+                  ) -> np.ndarray:
     """(H, W, 3) RGB albedo in [0, 1] (clamped) -> (H, W, 3) uint8 BGR."""
     rgb = np.clip(np.nan_to_num(albedo), 0.0, 1.0)
-    rgb = np.round(rgb * 255).astype(np.uint8)
+    rgb = to_uint8(rgb * 255, rounding)
     return np.ascontiguousarray(rgb[..., ::-1])
 
 
@@ -102,40 +121,89 @@ def depth_legend(width: int, bounds: Optional[Tuple[float, float]]
     return strip
 
 
-def side_by_side(image: np.ndarray, drawing: np.ndarray) -> np.ndarray:
-    """``[image | drawing]`` (drawing resized to the image height if needed,
-    a lower strip such as a legend padded with black under the image)."""
-    if drawing.shape[0] != image.shape[0]:
-        pad = np.zeros((drawing.shape[0] - image.shape[0], ) +
-                       image.shape[1:], np.uint8)
-        image = np.concatenate([image, pad], axis=0)
-    return np.concatenate([image, drawing], axis=1)
+def side_by_side(image: np.ndarray, *drawings: np.ndarray) -> np.ndarray:
+    """``[image | drawing | ...]``, each panel padded with black below to the
+    tallest one (a lower strip such as a legend under a drawing)."""
+    panels = (image, ) + drawings
+    height = max(p.shape[0] for p in panels)
+    padded = [
+        p if p.shape[0] == height else np.concatenate(
+            [p, np.zeros((height - p.shape[0], ) + p.shape[1:], np.uint8)],
+            axis=0) for p in panels
+    ]
+    return np.concatenate(padded, axis=1)
 
 
-def draw_dense_prediction(image: np.ndarray, fields: dict) -> np.ndarray:
-    """``[image | prediction]`` for whichever dense prediction ``fields``
-    holds, checked in the order ``pred_normal``, ``pred_depth``,
-    ``pred_albedo``.
+def _depth_panel(depth: np.ndarray,
+                 bounds: Optional[Tuple[float, float]]) -> np.ndarray:
+    depth = depth[..., 0] if depth.ndim == 3 else depth
+    return np.concatenate([depth_to_bgr(depth, bounds),
+                           depth_legend(depth.shape[1], bounds)], axis=0)
+
+
+def _normal_panel(normal: np.ndarray) -> np.ndarray:
+    from .legends import normal_key
+    return np.concatenate(
+        [normal_to_bgr(normal), normal_key(normal.shape[1])], axis=0)
+
+
+def _masked(drawing: np.ndarray, mask: Optional[np.ndarray]) -> np.ndarray:
+    """Black outside ``mask`` (H, W) of the top ``H`` rows of ``drawing``."""
+    if mask is None:
+        return drawing
+    out = drawing.copy()
+    out[:mask.shape[0]][~mask] = 0
+    return out
+
+
+def draw_dense_prediction(image: np.ndarray, fields: dict,
+                          gt_fields: Optional[dict] = None,
+                          gt_mask: Optional[np.ndarray] = None) -> np.ndarray:
+    """``[image | prediction]``, or ``[image | prediction | ground truth]``
+    when ``gt_fields`` holds the matching target, for whichever dense
+    prediction ``fields`` holds, checked in the order ``pred_normal``,
+    ``pred_depth``, ``pred_albedo``.
+
+    Normals get the colour key under them, depth its colour bar (prediction
+    and ground truth share the ground truth's bounds, so equal colours are
+    equal depths). With ground truth the panels are titled and the ground
+    truth is black outside ``gt_mask``.
 
     Args:
         image: (H, W, 3) uint8 BGR input.
         fields: name -> (H, W, C) float array (channels last).
+        gt_fields: ``gt_normal`` / ``gt_depth`` / ``gt_albedo`` -> (H, W, C)
+            float arrays at the image size (others are ignored).
+        gt_mask: (H, W) bool valid ground-truth pixels.
 
     Raises:
         ValueError: none of the three fields is given.
     """
+    gt_fields = gt_fields or {}
     if fields.get('pred_normal') is not None:
-        return side_by_side(image, normal_to_bgr(fields['pred_normal']))
-    if fields.get('pred_depth') is not None:
-        depth = fields['pred_depth']
-        depth = depth[..., 0] if depth.ndim == 3 else depth
-        bounds = depth_range(depth)
-        drawing = np.concatenate(
-            [depth_to_bgr(depth, bounds),
-             depth_legend(depth.shape[1], bounds)], axis=0)
-        return side_by_side(image, drawing)
-    if fields.get('pred_albedo') is not None:
-        return side_by_side(image, albedo_to_bgr(fields['pred_albedo']))
-    raise ValueError(
-        f'No dense prediction to draw; got fields {sorted(fields)}, expected '
-        'pred_normal, pred_depth or pred_albedo.')
+        pred = _normal_panel(fields['pred_normal'])
+        gt = gt_fields.get('gt_normal')
+        gt = None if gt is None else _masked(_normal_panel(gt), gt_mask)
+    elif fields.get('pred_depth') is not None:
+        gt = gt_fields.get('gt_depth')
+        if gt is not None:
+            gt = gt[..., 0] if gt.ndim == 3 else gt
+            gt = np.where(gt_mask, gt, 0.0) if gt_mask is not None else gt
+        bounds = depth_range(gt if gt is not None else (
+            fields['pred_depth'][..., 0] if fields['pred_depth'].ndim == 3
+            else fields['pred_depth']))
+        pred = _depth_panel(fields['pred_depth'], bounds)
+        gt = None if gt is None else _depth_panel(gt, bounds)
+    elif fields.get('pred_albedo') is not None:
+        pred = albedo_to_bgr(fields['pred_albedo'])
+        gt = gt_fields.get('gt_albedo')
+        gt = None if gt is None else _masked(albedo_to_bgr(gt), gt_mask)
+    else:
+        raise ValueError(
+            f'No dense prediction to draw; got fields {sorted(fields)}, '
+            'expected pred_normal, pred_depth or pred_albedo.')
+    if gt is None:
+        return side_by_side(image, pred)
+    from .legends import titled
+    return side_by_side(titled(image, 'input'), titled(pred, 'prediction'),
+                        titled(gt, 'ground truth'))

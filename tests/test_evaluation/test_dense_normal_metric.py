@@ -6,6 +6,16 @@ import pytest
 import torch
 
 from sapiens2_mm.evaluation.metrics.dense import NormalMetric, base_dense_metric
+from sapiens2_mm.evaluation.metrics.dense.normal_metric import (
+    unit_length_official,
+)
+from sapiens2_mm.evaluation.metrics.dense.sample_access import match_size
+from tests.test_models.test_heads.test_dense_postprocess_order import (
+    bilinear,
+    crop,
+    gaussian3,
+    unit,
+)
 
 from .test_dense_data import make_sample, random_unit, rotate_by
 
@@ -182,6 +192,45 @@ def test_through_mmengine_evaluator():
     ], data_batch={})
     res = evaluator.evaluate(2)
     assert res['normal_mae'] == pytest.approx(9.0, abs=1e-3)
+
+
+@pytest.mark.parametrize('photo', [(5, 4), (14, 11)])  # shrink, enlarge
+def test_crop_padding_follows_the_official_order(photo):
+    """pred_resize='crop_padding' brings a letterboxed prediction to the GT
+    size in the official demos' order by default (normals unit length
+    before the resize, pointmaps blurred before an enlargement);
+    'resize_first' only crops and resizes. Reference: the numpy
+    re-implementation of test_dense_postprocess_order."""
+    rng = np.random.RandomState(3)
+    pred = rng.uniform(-3, 3, (3, 10, 8)).astype(np.float32)
+    pad = (1, 1, 2, 0)
+    sample = dict(padding_size=pad, img_path='p.png')
+    raw = torch.from_numpy(pred)
+    p64 = pred.astype(np.float64)
+    got = match_size(raw, photo, sample, 'crop_padding', 'pred_normal',
+                     prepare=unit_length_official)
+    expected = bilinear(crop(unit(p64, 1e-8), pad), photo)
+    np.testing.assert_allclose(got.numpy(), expected, atol=1e-5)
+    plain = match_size(raw, photo, sample, 'crop_padding', 'pred_pointmap')
+    np.testing.assert_allclose(plain.numpy(), bilinear(crop(p64, pad), photo),
+                               atol=1e-5)
+    smoothed = match_size(raw, photo, sample, 'crop_padding', 'pred_pointmap',
+                          smooth=True)
+    ref = crop(p64, pad)
+    if photo[0] > ref.shape[1] or photo[1] > ref.shape[2]:
+        for _ in range(4):
+            ref = gaussian3(ref)
+        assert np.abs(smoothed.numpy() - plain.numpy()).max() > 1e-2
+    np.testing.assert_allclose(smoothed.numpy(), bilinear(ref, photo),
+                               atol=1e-5)
+    # through the metric: the default order scores the official map
+    gt = torch.from_numpy(expected.astype(np.float32))
+    case = _case(gt, raw, meta=dict(padding_size=pad))
+    res = _run([case], pred_resize='crop_padding')
+    assert res['normal_mae'] == pytest.approx(0.0, abs=0.05)
+    res = _run([case], pred_resize='crop_padding',
+               pred_resize_order='resize_first')
+    assert res['normal_mae'] > 0.5
 
 
 def test_nan_predictions_are_the_worst_angle_and_reported(monkeypatch):

@@ -91,5 +91,7 @@ def test_tiny_dense_config_learns_and_tests(task, tmp_path):
     image = cv2.imread(osp.join(REPO_DIR, 'tests', 'data', 'dense_sample',
                                 'rgb', drawn[0]))
     h, w = image.shape[:2]
-    assert vis.shape[1] == 2 * w and vis.shape[0] >= h  # [image | pred]
-    assert np.abs(vis[:h, :w].astype(int) - image).max() == 0
+    # [image | prediction | ground truth] (the test data has targets)
+    assert vis.shape[1] == 3 * w and vis.shape[0] >= h
+    rows = slice(h // 2, h)  # below the panel titles
+    assert np.abs(vis[rows, :w].astype(int) - image[rows]).max() == 0

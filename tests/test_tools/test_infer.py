@@ -103,10 +103,15 @@ def test_seg_outputs_read_back(inputs, tmp_path):
     assert int(cap.get(cv2.CAP_PROP_FRAME_COUNT)) == 3
     cap.release()
     vis = cv2.imread(str(out / '000000040083.jpg'))
-    assert vis.shape == (120, 320, 3)  # [image | overlay]
+    # [image | overlay] and the class key under it
+    from sapiens2_mm.metainfo.seg29 import seg29_metainfo
+    from sapiens2_mm.visualization.legends import class_legend
+    meta = seg29_metainfo()
+    key_rows = class_legend(320, meta['classes'], meta['palette']).shape[0]
+    assert vis.shape == (120 + key_rows, 320, 3)
     image = cv2.imread(str(inputs / '000000040083.jpg')).astype(int)
     # left half is the (re-encoded) input itself
-    assert np.abs(vis[:, :160].astype(int) - image).mean() < 3
+    assert np.abs(vis[:120, :160].astype(int) - image).mean() < 3
 
 
 def test_bad_arguments(tmp_path, inputs):
@@ -190,7 +195,7 @@ def test_same_names_and_stems_keep_distinct_outputs(tmp_path):
     for name in ('cam1/0001', 'cam2/0001', 'cam1/a_jpg', 'cam1/a_png'):
         assert np.load(out / f'{name}_seg.npy').shape == (72, 96)
     for name in images:  # each drawing shows its own photo, not another's
-        vis = cv2.imread(str(out / name))[:, :96].astype(int)
+        vis = cv2.imread(str(out / name))[:72, :96].astype(int)
         errors = {other: np.abs(vis - cv2.imread(str(root / other))).mean()
                   for other in images}
         assert min(errors, key=errors.get) == name

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 
 from tests.conftest import DATA_DIR, REPO_DIR
 from tests.test_apis.tiny_configs import tiny_config
+from tests.test_models.test_heads.test_dense_postprocess_order import gaussian3
 
 sys.path.insert(0, osp.join(REPO_DIR, 'tools'))
 import infer  # noqa: E402
@@ -74,10 +75,10 @@ def _run(task, inputs, out, ckpt, *extra):
     assert rc == 0
 
 
-def _letterboxed_reference(model, image):
-    """The official demo steps written out: letterbox 160x120 -> 96x72 in
-    128x96 (28 rows of padding above and below), normalise, forward, crop,
-    bilinear resize back. Returns the raw (3, 120, 160) map."""
+def _network_output(model, image):
+    """The official demo steps written out up to the network: letterbox
+    160x120 -> 96x72 in 128x96 (28 rows of padding above and below),
+    normalise, forward. Returns the (1, 3, 128, 96) map."""
     small = cv2.resize(np.ascontiguousarray(image), (96, 72),
                        interpolation=cv2.INTER_LINEAR)
     canvas = np.zeros((128, 96, 3), np.uint8)
@@ -88,10 +89,25 @@ def _letterboxed_reference(model, image):
     x = torch.from_numpy(((rgb - mean) / std).transpose(2, 0, 1))[None]
     with torch.no_grad():
         out = model(x, None, mode='tensor')
-    out = out[0] if isinstance(out, tuple) else out
-    out = out[:, :, 28:100]
+    return out[0] if isinstance(out, tuple) else out
+
+
+def _to_photo(net_map, smooth=False):
+    """Crop the letterbox and resize bilinearly to 120x160 (after the
+    official pointmap demo's 4 Gaussian blurs when ``smooth``, written in
+    numpy in test_dense_postprocess_order). Returns (3, 120, 160)."""
+    out = net_map[:, :, 28:100]
+    if smooth:  # 72x96 -> 120x160 is an enlargement
+        blurred = out[0].double().numpy()
+        for _ in range(4):
+            blurred = gaussian3(blurred)
+        out = torch.from_numpy(blurred).float()[None]
     return F.interpolate(out, size=(120, 160), mode='bilinear',
                          align_corners=False)[0].numpy()
+
+
+def _unit(normal):
+    return normal / normal.norm(dim=1, keepdim=True).clamp(min=1e-8)
 
 
 def test_normal_outputs_read_back(inputs, tmp_path, capsys):
@@ -103,18 +119,21 @@ def test_normal_outputs_read_back(inputs, tmp_path, capsys):
     image = cv2.imread(str(inputs / 'scene_00000.png'))
     normal = np.load(out / 'scene_00000_normal.npy')
     assert normal.shape == (120, 160, 3) and normal.dtype == np.float32
-    np.testing.assert_allclose(np.linalg.norm(normal, axis=2), 1, atol=1e-4)
-    raw = _letterboxed_reference(model, image).transpose(1, 2, 0)
-    expected = raw / np.linalg.norm(raw, axis=2, keepdims=True)
+    # the official order: unit length at network resolution, then crop and
+    # resize, not re-normalised (lengths <= 1 between network pixels)
+    assert np.linalg.norm(normal, axis=2).max() <= 1 + 1e-5
+    expected = _to_photo(_unit(_network_output(model, image))).transpose(
+        1, 2, 0)
     np.testing.assert_allclose(normal, expected, atol=1e-4)
-    # the coloured normals: (n + 1) / 2 * 255, x -> red
+    # the coloured normals: (n + 1) / 2 * 255 truncated, x -> red
     png = cv2.imread(str(out / 'scene_00000_normal.png'))[..., ::-1]
-    colour = np.round((normal + 1) / 2 * 255)
-    assert np.abs(png.astype(float) - colour).max() <= 1
+    np.testing.assert_array_equal(png, ((normal + 1) / 2 * 255).astype(
+        np.uint8))
     vis = cv2.imread(str(out / 'scene_00000.png'))
-    assert vis.shape == (120, 320, 3)  # [image | normals]
-    assert np.abs(vis[:, :160].astype(int) - image).max() == 0
-    assert np.abs(vis[:, 160:].astype(int) - png[..., ::-1]).max() == 0
+    # [image | normals] and the normal colour key (24 rows) under them
+    assert vis.shape == (120 + 24, 320, 3)
+    assert np.abs(vis[:120, :160].astype(int) - image).max() == 0
+    assert np.abs(vis[:120, 160:].astype(int) - png[..., ::-1]).max() == 0
     for i in range(3):  # video frames: data files per frame, one video
         assert np.load(out / f'clip_{i:06d}_normal.npy').shape == (128, 96, 3)
     cap = cv2.VideoCapture(str(out / 'clip.mp4'))
@@ -158,8 +177,11 @@ def test_pointmap_outputs_read_back(inputs, tmp_path):
     depth = np.load(out / 'scene_00001_depth.npy')
     assert points.shape == (120, 160, 3) and depth.shape == (120, 160)
     np.testing.assert_array_equal(depth, points[..., 2])
-    canonical = _letterboxed_reference(model, image).transpose(1, 2, 0)
-    np.testing.assert_allclose(points, canonical / SCALE, atol=1e-4)
+    # official order: metric at network resolution, crop, blur (the photo is
+    # larger than the prediction), resize
+    expected = _to_photo(_network_output(model, image) / SCALE, smooth=True)
+    np.testing.assert_allclose(points, expected.transpose(1, 2, 0),
+                               atol=1e-4)
     # focal length f = 768 / (s r): r = 0.6 for the images, 1 for the video
     with open(out / 'pointmap_cameras.json') as f:
         cams = {fr['image_name']: fr for fr in json.load(f)['frames']}
@@ -232,11 +254,14 @@ def test_albedo_outputs_read_back(inputs, tmp_path):
     assert albedo.shape == (120, 160, 3) and albedo.dtype == np.float32
     assert albedo.min() >= 0 and albedo.max() <= 1
     # flip test: mean of the map and the un-mirrored map of the mirror
-    plain = _letterboxed_reference(model, image)
-    mirror = _letterboxed_reference(model, image[:, ::-1])[:, :, ::-1]
-    expected = np.clip((plain + mirror) / 2, 0, 1).transpose(1, 2, 0)
-    np.testing.assert_allclose(albedo, expected, atol=1e-4)
+    # official order: the flip-averaged raw map clamped at network
+    # resolution, then cropped and resized
+    plain = _network_output(model, image)
+    mirror = _network_output(model, image[:, ::-1].copy()).flip(-1)
+    expected = _to_photo(((plain + mirror) / 2).clamp(0, 1))
+    np.testing.assert_allclose(albedo, expected.transpose(1, 2, 0),
+                               atol=1e-4)
     png = cv2.imread(str(out / 'scene_00000_albedo.png'))[..., ::-1]
-    assert np.abs(png.astype(float) - np.round(albedo * 255)).max() <= 1
+    np.testing.assert_array_equal(png, (albedo * 255).astype(np.uint8))
     vis = cv2.imread(str(out / 'scene_00000.png'))
     assert vis.shape == (120, 320, 3)

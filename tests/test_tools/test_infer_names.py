@@ -68,7 +68,7 @@ def test_temporary_name_is_never_a_photo_name(tmp_path, capsys):
         drawing = cv2.imread(str(out / name))
         assert drawing is not None, name
         # [image | overlay]: the left half is that photo (PNG: lossless)
-        np.testing.assert_array_equal(drawing[:, :64], image, err_msg=name)
+        np.testing.assert_array_equal(drawing[:48, :64], image, err_msg=name)
     assert not [n for n in os.listdir(out) if n.startswith('.')]  # no temporaries
 
 
@@ -104,7 +104,7 @@ def test_video_frames_and_a_photo_of_a_frame_name_keep_apart(tmp_path,
     assert np.load(out / 'clip_000000_seg.npy').shape == (48, 64)  # photo
     assert np.load(out / 'clip_mp4_000000_seg.npy').shape == (64, 48)
     drawing = cv2.imread(str(out / 'clip_000000.jpg'))
-    assert np.abs(drawing[:, :64].astype(int) - photo).mean() < 3
+    assert np.abs(drawing[:48, :64].astype(int) - photo).mean() < 3
     cap = cv2.VideoCapture(str(out / 'clip.mp4'))
     assert int(cap.get(cv2.CAP_PROP_FRAME_COUNT)) == 3
     cap.release()

@@ -100,3 +100,19 @@ def test_unknown_cfg_option_is_one_error_line(photo_dir, tmp_path):
     assert proc.returncode == 1
     assert proc.stderr.startswith('error: ') and 'num_clases' in proc.stderr
     assert 'Traceback' not in proc.stderr
+
+
+def test_seg_legend_and_no_legend(photo_dir, tmp_path):
+    """The class key under seg drawings; --no-legend draws the official
+    [image | overlay] only."""
+    from sapiens2_mm.metainfo.seg29 import seg29_metainfo
+    from sapiens2_mm.visualization.legends import class_legend
+    meta = seg29_metainfo()
+    key = class_legend(128, meta['classes'], meta['palette'])
+    for extra, rows in (([], 48 + key.shape[0]), (['--no-legend'], 48)):
+        out = tmp_path / f'out{len(extra)}'
+        assert infer.main(['seg', tiny_config('seg'), '--input',
+                           str(photo_dir), '--output', str(out), '--serial',
+                           *extra]) == 0
+        drawing = cv2.imread(str(out / 'a.jpg'))
+        assert drawing.shape[:2] == (rows, 128)

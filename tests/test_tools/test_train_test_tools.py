@@ -509,3 +509,30 @@ def test_real_sigint_exits_130_without_traceback(trained, tmp_path):
     assert (f'Last complete checkpoint: {osp.join(work, "iter_3.pth")}'
             in err) and '--resume' in err
     assert not osp.exists(osp.join(work, '.train.lock'))
+
+
+def test_console_without_config_dump_env_and_upstream_notices(trained,
+                                                               tmp_path):
+    """Issue 18: every run printed the ~400-line config and the torch build
+    string at console INFO, and named upstream deprecation notices. The
+    console now has neither; the log file keeps the config and environment;
+    our own warnings still show."""
+    import glob
+    work = str(tmp_path / 'w')
+    proc = run_tool([TRAIN, WORKFLOW_CFG, '--work-dir', work, '--cfg-options',
+                     'train_cfg.max_iters=1'], trained.data)
+    console = proc.stdout + proc.stderr
+    for text in ('Config:', 'System environment', 'PyTorch compiling',
+                 'Build settings', '"FileClient" will be deprecated',
+                 '"HardDiskBackend" is the alias',
+                 'The prefix is not set in metric class',
+                 '``build_loss`` would be deprecated',
+                 'pkg_resources is deprecated'):
+        assert text not in console, text
+    assert 'The config and the system environment are written to' in console
+    assert 'follows train_cfg.max_iters 6 -> 1' in console  # ours: shown
+    (log, ) = glob.glob(osp.join(work, '*', '*.log'))
+    with open(log) as f:
+        text = f.read()
+    assert 'Config:\n' in text and 'PyTorch compiling details' in text
+    assert "type='mmseg.EncoderDecoder'" in text

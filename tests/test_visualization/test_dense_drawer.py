@@ -16,15 +16,28 @@ from sapiens2_mm.visualization import (
 def test_normal_colours_are_half_plus_half_n_in_rgb():
     normal = np.array([[[1, 0, 0], [0, -1, 0], [0, 0, -1]]], np.float32)
     bgr = normal_to_bgr(normal)
-    # x = 1 -> red 255; y = -1 -> green 0; z = -1 -> blue 0; 0 -> 128
-    np.testing.assert_array_equal(bgr[0, 0], [128, 128, 255])
-    np.testing.assert_array_equal(bgr[0, 1], [128, 0, 128])
-    np.testing.assert_array_equal(bgr[0, 2], [0, 128, 128])
+    # x = 1 -> red 255; y = -1 -> green 0; z = -1 -> blue 0; 0 -> 127.5,
+    # truncated to 127 as the official demo's astype(np.uint8)
+    np.testing.assert_array_equal(bgr[0, 0], [127, 127, 255])
+    np.testing.assert_array_equal(bgr[0, 1], [127, 0, 127])
+    np.testing.assert_array_equal(bgr[0, 2], [0, 127, 127])
+    # rounding='round': to the nearest level
+    np.testing.assert_array_equal(normal_to_bgr(normal, 'round')[0, 0],
+                                  [128, 128, 255])
 
 
 def test_albedo_is_clamped_and_rgb():
     albedo = np.array([[[1.5, 0.5, -0.2]]], np.float32)
-    np.testing.assert_array_equal(albedo_to_bgr(albedo)[0, 0], [0, 128, 255])
+    np.testing.assert_array_equal(albedo_to_bgr(albedo)[0, 0], [0, 127, 255])
+    np.testing.assert_array_equal(albedo_to_bgr(albedo, 'round')[0, 0],
+                                  [0, 128, 255])
+    # official: (a * 255).astype(np.uint8), for every float32 level
+    levels = np.linspace(0, 1, 4097, dtype=np.float32).reshape(1, -1, 1)
+    rgb = np.repeat(levels, 3, axis=2)
+    np.testing.assert_array_equal(albedo_to_bgr(rgb)[..., ::-1],
+                                  (rgb * 255).astype(np.uint8))
+    with pytest.raises(ValueError, match='rounding'):
+        albedo_to_bgr(rgb, 'ceil')
 
 
 def test_depth_bounds_are_clamped_percentiles():

@@ -30,6 +30,9 @@ model = dict(
         conv_kernel_sizes=(3, 3, 3),
         # pred_albedo is clamped to [0, 1]; pred_albedo_raw keeps the raw map.
         clamp_output=True,
+        # official demo order: clamp at network resolution, then crop and
+        # resize to the photo ('after_resize': clamp the resized map)
+        clamp='before_resize',
         loss_decode=[
             dict(type='MaskedL1Loss', loss_weight=2.0),
             dict(type='AlbedoGradL1Loss', loss_weight=2.0),

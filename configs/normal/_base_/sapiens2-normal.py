@@ -27,6 +27,9 @@ model = dict(
         upsample_channels=(768, 512, 256, 128),
         conv_out_channels=(64, 32, 16),
         conv_kernel_sizes=(3, 3, 3),
+        # official demo order: unit length at network resolution, then crop
+        # and resize, not re-normalised ('after_resize': normalise last)
+        normalize='before_resize',
         loss_decode=[
             dict(type='NormalCosineSimilarityLoss', loss_weight=10.0),
             dict(type='MaskedL1Loss', loss_weight=1.0),

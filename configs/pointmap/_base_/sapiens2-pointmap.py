@@ -38,6 +38,9 @@ model = dict(
         scale_pool_size=(8, 6),
         canonical_focal_length=768.0,
         scale_guard='error',  # or 'clamp': predicted scales <= 0
+        # official demo: 4 x 3x3 Gaussian blur before enlarging to a larger
+        # photo ('none': only the bilinear resize)
+        resize_smoothing='official',
         loss_decode=[
             dict(type='PointmapL1Loss', loss_weight=2.0),
             dict(type='PointmapMultiscaleL1Loss', loss_weight=1.0,

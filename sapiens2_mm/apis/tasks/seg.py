@@ -96,10 +96,27 @@ class SegTask(BaseTask):
     def open_writer(self, layout, model, args) -> SegWriter:
         return SegWriter(layout, model.dataset_meta, args)
 
+    def add_cli_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument('--no-legend', action='store_true',
+                            help='draw no class key under the drawings '
+                            '(the official demo layout)')
+
     def visualize(self, frame, result, meta: dict,
                   args: argparse.Namespace) -> Optional[np.ndarray]:
-        return side_by_side_banded(frame.image, result.label_map,
-                                   meta['palette'])
+        """``[image | overlay]`` and, unless ``--no-legend``, the key of
+        every class under it (names of classes absent from the frame in
+        grey; the key's height depends only on the width, so a video's
+        frames keep one size)."""
+        drawing = side_by_side_banded(frame.image, result.label_map,
+                                      meta['palette'])
+        if getattr(args, 'no_legend', False):
+            return drawing
+        from ...visualization.legends import class_legend
+        counts = np.bincount(np.asarray(result.label_map).ravel(),
+                             minlength=len(meta['classes']))
+        legend = class_legend(drawing.shape[1], meta['classes'],
+                              meta['palette'], np.flatnonzero(counts))
+        return np.concatenate([drawing, legend], axis=0)
 
     def enable_show_dir(self, cfg: Config, show_dir: str) -> str:
         """mmseg's SegVisualizationHook; its LocalVisBackend writes the

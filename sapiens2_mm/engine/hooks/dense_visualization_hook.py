@@ -3,16 +3,51 @@
 mmseg's ``SegVisualizationHook`` draws label maps and mmpose's hook draws
 keypoints; neither draws normals, depth or albedo, so this hook writes
 ``[image | prediction]`` (the official dense demos' layout, colours of
-:mod:`sapiens2_mm.visualization.dense_drawer`) for each test sample.
+:mod:`sapiens2_mm.visualization.dense_drawer`) for each test sample, and
+``[image | prediction | ground truth]`` when the sample carries its target at
+the image size (the test pipelines keep targets at the original size).
 """
 import os
 import os.path as osp
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Tuple
 
 import cv2
+import numpy as np
 from mmengine.hooks import Hook
 
 from ...registry import HOOKS
+
+
+def _channels_last(sample, names) -> dict:
+    """name -> (H, W, C) float32 array of the PixelData fields present."""
+    return {
+        name: getattr(sample, name).data.detach().float().cpu().numpy()
+        .transpose(1, 2, 0)
+        for name in names if name in sample}
+
+
+def ground_truth(sample, size) -> Tuple[dict, Optional[np.ndarray]]:
+    """The sample's targets to draw beside the prediction, if any.
+
+    Returns:
+        ``({'gt_normal' | 'gt_depth' | 'gt_albedo': (H, W, C)}, (H, W) bool
+        mask or None)``; empty when the targets are not at the image size
+        ``size`` (H, W) (a pipeline that resized them). Depth is ``gt_depth``
+        or, without it, the z of ``gt_pointmap / canonical_scale``.
+    """
+    gt = _channels_last(sample, ('gt_normal', 'gt_depth', 'gt_albedo'))
+    if 'gt_depth' not in gt and 'gt_pointmap' in sample:
+        scale = sample.metainfo.get('canonical_scale')
+        if scale:
+            points = _channels_last(sample, ('gt_pointmap', ))['gt_pointmap']
+            gt['gt_depth'] = points[..., 2:3] / float(scale)
+    gt = {k: v for k, v in gt.items() if v.shape[:2] == tuple(size)}
+    mask = None
+    if gt and 'gt_mask' in sample:
+        mask = sample.gt_mask.data.detach().cpu().numpy()[0] > 0
+        if mask.shape != tuple(size):
+            return {}, None
+    return gt, mask
 
 
 @HOOKS.register_module()
@@ -63,13 +98,11 @@ class DenseVisualizationHook(Hook):
                 runner.logger.warning(f'--show-dir: cannot read {path}; '
                                       'not drawn.')
                 continue
-            fields = {
-                name: getattr(sample, name).data.detach().float().cpu()
-                .numpy().transpose(1, 2, 0)
-                for name in ('pred_normal', 'pred_depth', 'pred_albedo')
-                if name in sample}
+            fields = _channels_last(sample, ('pred_normal', 'pred_depth',
+                                             'pred_albedo'))
+            gt, mask = ground_truth(sample, image.shape[:2])
             self._write(osp.join(self.out_dir, osp.basename(path)),
-                        draw_dense_prediction(image, fields))
+                        draw_dense_prediction(image, fields, gt, mask))
 
     @staticmethod
     def _write(path: str, image) -> str:

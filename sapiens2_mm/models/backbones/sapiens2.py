@@ -353,8 +353,12 @@ class Sapiens2(BaseModule):
         if self.out_type == 'cls_token':
             return x[:, 0]
         patches = x[:, self.num_extra_tokens:]
+        # The official permuted view (channels-last strides), not a
+        # .contiguous() copy: the CPU picks its float32 convolution kernels by
+        # memory layout, so only this layout gives the heads' official values
+        # bit for bit.
         return patches.reshape(x.shape[0], grid[0], grid[1],
-                               -1).permute(0, 3, 1, 2).contiguous()
+                               -1).permute(0, 3, 1, 2)
 
     def _check_ids_keep(self, ids_keep: torch.Tensor, batch: int,
                         num_patches: int) -> None:

@@ -3,6 +3,7 @@ import math
 from typing import Any, Dict, List, Sequence, Union
 
 import numpy as np
+import torch
 
 from sapiens2_mm.registry import METRICS
 
@@ -23,6 +24,11 @@ from .sample_access import (
 
 _SUMS = ('sum_l1', 'sum_l2', 'num', 'sum_grad', 'num_grad', 'sum_ssim',
          'num_ssim')
+
+
+def clamp_unit(pred: torch.Tensor) -> torch.Tensor:
+    """Albedo clamped to [0, 1] (before a resize: the official demo)."""
+    return pred.clamp(0.0, 1.0)
 
 
 @METRICS.register_module()
@@ -98,7 +104,10 @@ class AlbedoMetric(BaseDenseMetric):
         if gt.shape[0] != pred.shape[0]:
             raise ValueError(f'{name}: pred_albedo has {pred.shape[0]} '
                              f'channels, gt_albedo {gt.shape[0]}.')
-        pred = match_size(pred, size, sample, self.pred_resize, 'pred_albedo')
+        pred = match_size(
+            pred, size, sample, self.pred_resize, 'pred_albedo',
+            prepare=(clamp_unit if self.clamp_pred and
+                     self.pred_resize_order == 'official' else None))
         mask = read_mask(sample, size).to(gt.device)
         nonfinite = nonfinite_pixels(pred, mask)
         if self.clamp_pred:

@@ -19,7 +19,12 @@ import torch
 from mmengine.evaluator import BaseMetric
 from mmengine.logging import print_log
 
-from .sample_access import PRED_RESIZE_MODES, check_choice, read_meta
+from .sample_access import (
+    PRED_RESIZE_MODES,
+    PRED_RESIZE_ORDERS,
+    check_choice,
+    read_meta,
+)
 
 NONFINITE_KEY = 'extra/nonfinite_pred_pixels'
 
@@ -43,6 +48,12 @@ class BaseDenseMetric(BaseMetric):
             ``'crop_padding'`` (crop ``padding_size``, then resize) or
             ``'official'`` (resize the whole prediction, padding included,
             as the official evaluators do).
+        pred_resize_order: with ``'crop_padding'``, where the task's own
+            steps go (:data:`PRED_RESIZE_ORDERS`): ``'official'`` (default;
+            the official demos' order, so the scored maps equal the demos'
+            saved maps: normals unit length and albedo clamped before the
+            resize, pointmaps blurred before an enlargement) or
+            ``'resize_first'`` (crop and resize the raw prediction only).
         duplicate_samples: a sample whose ``img_path`` was already seen:
             ``'skip'`` (default; counted once, and the repeats are reported) or
             ``'official'`` (counted again, as the official datasets do when
@@ -56,12 +67,16 @@ class BaseDenseMetric(BaseMetric):
 
     def __init__(self,
                  pred_resize: str = 'error',
+                 pred_resize_order: str = 'official',
                  duplicate_samples: str = 'skip',
                  empty_mask: str = 'skip',
                  collect_device: str = 'cpu',
                  prefix: Optional[str] = None) -> None:
         super().__init__(collect_device=collect_device, prefix=prefix)
         check_choice('pred_resize', pred_resize, PRED_RESIZE_MODES)
+        check_choice('pred_resize_order', pred_resize_order,
+                     PRED_RESIZE_ORDERS)
+        self.pred_resize_order = pred_resize_order
         check_choice('duplicate_samples', duplicate_samples,
                      ('skip', 'official'))
         check_choice('empty_mask', empty_mask, ('skip', 'error'))

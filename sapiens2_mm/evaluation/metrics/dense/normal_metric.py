@@ -20,6 +20,12 @@ from .sample_access import (
 WORST_ANGLE_DEG = 180.0
 
 
+def unit_length_official(pred: torch.Tensor) -> torch.Tensor:
+    """(3, h, w) normals made unit length before a resize, as the official
+    demo does (``n / max(|n|, 1e-8)``)."""
+    return unit_vectors(pred, dim=0, eps=1e-8)
+
+
 def threshold_key(threshold: float) -> str:
     """``within_<t>_deg`` with the dot replaced (5.0 -> ``within_5_0_deg``)."""
     return f'within_{str(float(threshold)).replace(".", "_")}_deg'
@@ -95,7 +101,10 @@ class NormalMetric(BaseDenseMetric):
         if pred.shape[0] != 3:
             raise ValueError(f'{sample_name(sample)}: pred_normal must have 3 '
                              f'channels, got {tuple(pred.shape)}.')
-        pred = match_size(pred, size, sample, self.pred_resize, 'pred_normal')
+        pred = match_size(
+            pred, size, sample, self.pred_resize, 'pred_normal',
+            prepare=(unit_length_official
+                     if self.pred_resize_order == 'official' else None))
         mask = read_mask(sample, size).to(gt.device)
         # (N, 3) pixel vectors first: norms over a contiguous last axis are
         # much faster than over the channel axis of (3, H, W).

@@ -164,8 +164,9 @@ class PointmapMetric(BaseDenseMetric):
             if value.shape[0] != 3:
                 raise ValueError(f'{name}: {key} must have 3 channels, got '
                                  f'{tuple(value.shape)}.')
+        official = self.pred_resize_order == 'official'
         pred = match_size(pred, size, sample, self.pred_resize,
-                          'pred_pointmap')
+                          'pred_pointmap', smooth=official)
         mask = read_mask(sample, size).to(gt.device)
         finite = torch.isfinite(gt).all(dim=0)
         valid = mask & finite
@@ -240,8 +241,9 @@ class PointmapMetric(BaseDenseMetric):
         if pred_depth is None:
             d_hat = p_hat[:, 2]
         else:
-            pred_depth = match_size(as_compute_dtype(pred_depth), size, sample,
-                                    self.pred_resize, 'pred_depth')
+            pred_depth = match_size(
+                as_compute_dtype(pred_depth), size, sample, self.pred_resize,
+                'pred_depth', smooth=self.pred_resize_order == 'official')
             d_hat = pred_depth[0].to(gt.device)[keep].double()
         gt_norm = p_gt.norm(dim=1)
         out: Dict[str, float] = {}

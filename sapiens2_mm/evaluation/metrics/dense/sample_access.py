@@ -5,11 +5,13 @@ fields arrive as ``{'data': tensor}`` and metainfo keys as plain values. Code
 that calls a metric directly may pass ``DenseDataSample`` objects instead.
 Both are read here, and every shape check names the sample.
 """
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, Callable, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+from ....models.heads.dense.letterbox import smooth_for_enlargement
 
 #: How a prediction whose size differs from its ground truth is treated.
 #: 'error': raise (the estimator returns predictions at the original size);
@@ -19,6 +21,11 @@ import torch.nn.functional as F
 #: prediction, padding included, as the official evaluators do (only aligned
 #: when the image already had the network's aspect ratio).
 PRED_RESIZE_MODES = ('error', 'crop_padding', 'official')
+#: The order of the task's own steps around the 'crop_padding' resize:
+#: 'official' (the official demos: normals unit length and albedo clamped
+#: before the resize, pointmaps blurred before an enlargement) or
+#: 'resize_first' (only crop and resize; the metric's steps come after).
+PRED_RESIZE_ORDERS = ('official', 'resize_first')
 
 
 def sample_name(sample: Any) -> str:
@@ -90,7 +97,9 @@ def read_mask(sample: Any, size: Tuple[int, int],
 
 
 def match_size(pred: torch.Tensor, size: Tuple[int, int], sample: Any,
-               mode: str, key: str) -> torch.Tensor:
+               mode: str, key: str,
+               prepare: Optional[Callable[[torch.Tensor], torch.Tensor]] = None,
+               smooth: bool = False) -> torch.Tensor:
     """Bring a (C, h, w) prediction to the GT size ``size`` following ``mode``.
 
     Args:
@@ -99,6 +108,10 @@ def match_size(pred: torch.Tensor, size: Tuple[int, int], sample: Any,
         sample: the data sample (for ``padding_size`` and messages).
         mode: one of :data:`PRED_RESIZE_MODES`.
         key: field name, for messages.
+        prepare: with ``'crop_padding'``, applied to the prediction before
+            the crop and resize (the official demos' unit length / clamp).
+        smooth: with ``'crop_padding'``, the official pointmap demo's blur
+            before an enlargement.
 
     Returns:
         Tensor (C, H, W).
@@ -112,6 +125,8 @@ def match_size(pred: torch.Tensor, size: Tuple[int, int], sample: Any,
             "original image size (letterbox removed); set pred_resize="
             "'crop_padding' to crop padding_size and resize here.")
     if mode == 'crop_padding':
+        if prepare is not None:
+            pred = prepare(pred)
         pad = read_meta(sample, 'padding_size')
         if pad is not None:
             left, right, top, bottom = (int(v) for v in pad)
@@ -127,9 +142,11 @@ def match_size(pred: torch.Tensor, size: Tuple[int, int], sample: Any,
     if tuple(pred.shape[-2:]) == tuple(size):
         return pred
     dtype = pred.dtype if pred.is_floating_point() else torch.float32
-    return F.interpolate(pred[None].to(dtype), size=tuple(size),
-                         mode='bilinear', align_corners=False,
-                         antialias=False)[0]
+    pred = pred[None].to(dtype)
+    if smooth and mode == 'crop_padding':
+        pred = smooth_for_enlargement(pred, size)
+    return F.interpolate(pred, size=tuple(size), mode='bilinear',
+                         align_corners=False, antialias=False)[0]
 
 
 def check_choice(name: str, value: Any, choices: Sequence[Any]) -> None:

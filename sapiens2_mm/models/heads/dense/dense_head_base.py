@@ -30,6 +30,14 @@ DENSE_HEAD_INIT = [
 HeadOutputs = Union[Tensor, Tuple[Tensor, Tensor]]
 
 
+def check_option(name: str, value, choices: Sequence):
+    """``value`` if it is one of ``choices``, else a ValueError naming both."""
+    if value not in choices:
+        raise ValueError(f'{name} must be one of {tuple(choices)}, got '
+                         f'{value!r}.')
+    return value
+
+
 def stack_pixel_field(data_samples: Sequence, name: str,
                       owner: str) -> Tensor:
     """Stack the ``name`` PixelData of each sample into (B, C, H, W).
@@ -98,6 +106,9 @@ class DenseHeadBase(BaseModule, metaclass=ABCMeta):
     norm = 'instance'
     target_field = ''
     negate_x_on_flip = False
+    #: post-processing options of the task: attribute -> allowed values
+    #: (the first is the official demo's); see :meth:`set_postprocess`.
+    postprocess_options: Dict[str, Sequence] = {}
 
     def __init__(self,
                  in_channels: int,
@@ -220,6 +231,22 @@ class DenseHeadBase(BaseModule, metaclass=ABCMeta):
                                  self.negate_x_on_flip)) / 2
 
     # ----------------------------------------------------- post-processing
+    def set_postprocess(self, **options) -> None:
+        """Change post-processing options after construction (the
+        inferencers' and ``tools/infer.py``'s per-task options).
+
+        Raises:
+            ValueError: an option this head does not have, or a value not
+                allowed (both named).
+        """
+        for name, value in options.items():
+            if name not in self.postprocess_options:
+                raise ValueError(
+                    f'{type(self).__name__} has no post-processing option '
+                    f'{name!r}; it has {sorted(self.postprocess_options)}.')
+            setattr(self, name, check_option(
+                name, value, self.postprocess_options[name]))
+
     @abstractmethod
     def postprocess_sample(self, outputs: HeadOutputs, index: int,
                            meta: dict) -> Tuple[Dict[str, Tensor], dict]:

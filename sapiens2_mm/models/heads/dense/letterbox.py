@@ -3,12 +3,21 @@
 The same steps as mmseg's ``DepthEstimator.postprocess_result`` (crop the
 ``padding_size`` (left, right, top, bottom), undo a flip, resize to
 ``ori_shape``), plus the sign change of the x component that a horizontal
-mirror needs for normals and pointmaps (mmseg only mirrors the pixels).
+mirror needs for normals and pointmaps (mmseg only mirrors the pixels), and
+the official pointmap demo's smoothing before an enlargement
+(:func:`smooth_for_enlargement`).
 """
 from typing import Sequence, Tuple
 
 import torch
-from mmseg.models.utils import resize
+import torch.nn.functional as F
+from torchvision.transforms import functional as TVF
+
+# The official pointmap demo (``resize_pointmap(..., smooth=True)``): a 3x3
+# Gaussian blur of sigma 0.8, four times, before a bilinear enlargement.
+SMOOTH_KERNEL = 3
+SMOOTH_SIGMA = 0.8
+SMOOTH_ITERS = 4
 
 
 def crop_padding(maps: torch.Tensor, padding_size: Sequence[int]) -> torch.Tensor:
@@ -84,8 +93,49 @@ def unflip(maps: torch.Tensor, direction: str, negate_x: bool) -> torch.Tensor:
     return maps
 
 
+def enlarges(maps: torch.Tensor, size: Sequence[int]) -> bool:
+    """Whether resizing (..., H, W) ``maps`` to ``size`` grows either side."""
+    return int(size[0]) > maps.shape[-2] or int(size[1]) > maps.shape[-1]
+
+
+def smooth_for_enlargement(maps: torch.Tensor, size: Sequence[int]
+                           ) -> torch.Tensor:
+    """The official pointmap demo's smoothing before a resize to ``size``.
+
+    When ``size`` is larger than the (N, C, H, W) map in either dimension,
+    a 3x3 Gaussian blur (sigma 0.8, reflected borders: torchvision's
+    ``gaussian_blur``, which the official demo calls) is applied four times;
+    otherwise the map is returned unchanged. It keeps the bilinear
+    enlargement from showing the network grid as steps in the point cloud.
+    """
+    if not enlarges(maps, size):
+        return maps
+    for _ in range(SMOOTH_ITERS):
+        maps = TVF.gaussian_blur(maps, kernel_size=[SMOOTH_KERNEL] * 2,
+                                 sigma=[SMOOTH_SIGMA] * 2)
+    return maps
+
+
+def resize_bilinear(maps: torch.Tensor, size: Sequence[int],
+                    align_corners: bool = False) -> torch.Tensor:
+    """(N, C, H, W) -> (N, C, *size), bilinear without antialiasing (the
+    official demos' ``F.interpolate`` call); the same tensor when the size
+    already matches."""
+    size = tuple(int(v) for v in size)
+    if tuple(maps.shape[-2:]) == size:
+        return maps
+    return F.interpolate(maps, size=size, mode='bilinear',
+                         align_corners=align_corners, antialias=False)
+
+
+def original_shape(meta: dict, maps: torch.Tensor) -> Tuple[int, int]:
+    """``ori_shape`` (H, W) of a sample, default the map's own size."""
+    return tuple(meta.get('ori_shape') or maps.shape[-2:])[:2]
+
+
 def to_original_size(maps: torch.Tensor, meta: dict, negate_x: bool,
-                     align_corners: bool = False) -> torch.Tensor:
+                     align_corners: bool = False,
+                     smooth: bool = False) -> torch.Tensor:
     """Crop the letterbox, undo a flip and resize bilinearly to ``ori_shape``.
 
     Args:
@@ -98,6 +148,8 @@ def to_original_size(maps: torch.Tensor, meta: dict, negate_x: bool,
             size).
         negate_x: the map holds camera-frame vectors (normals, points).
         align_corners: passed to the resize.
+        smooth: :func:`smooth_for_enlargement` before the resize (the
+            official pointmap demo).
 
     Returns:
         (C, H_ori, W_ori).
@@ -108,11 +160,10 @@ def to_original_size(maps: torch.Tensor, meta: dict, negate_x: bool,
     maps = crop_padding(maps, padding)
     if meta.get('flip'):
         maps = unflip(maps, meta.get('flip_direction', 'horizontal'), negate_x)
-    ori_shape = tuple(meta.get('ori_shape') or maps.shape[-2:])[:2]
-    if tuple(maps.shape[-2:]) != ori_shape:
-        maps = resize(maps, size=ori_shape, mode='bilinear',
-                      align_corners=align_corners, warning=False)
-    return maps[0]
+    size = original_shape(meta, maps)
+    if smooth:
+        maps = smooth_for_enlargement(maps, size)
+    return resize_bilinear(maps, size, align_corners)[0]
 
 
 def letterbox_resize_factor(meta: dict, net_shape: Sequence[int]) -> float:

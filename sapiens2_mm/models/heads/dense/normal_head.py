@@ -5,8 +5,16 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ....registry import MODELS
-from .dense_head_base import DenseHeadBase
+from .dense_head_base import DenseHeadBase, check_option
 from .letterbox import to_original_size
+
+#: When ``pred_normal`` is made unit length: 'before_resize' (the official
+#: demo: at network resolution, then crop and resize, not re-normalised) or
+#: 'after_resize' (crop, resize, then normalise: every output pixel exactly
+#: unit length).
+NORMALIZE_ORDERS = ('before_resize', 'after_resize')
+# The official demo divides by the norm clamped at 1e-8.
+OFFICIAL_NORM_EPS = 1e-8
 
 # The official 1b loss: cosine x10, L1 x1 (raw prediction), gradient MSE x10.
 NORMAL_LOSSES = [
@@ -31,6 +39,15 @@ class NormalHead(DenseHeadBase):
         conv_out_channels: official (64, 32, 16); 5b (128, 64, 32).
         conv_kernel_sizes: official (3, 3, 3).
         loss_decode: default the official three terms.
+        normalize: when :meth:`postprocess_sample` makes the normals unit
+            length (:data:`NORMALIZE_ORDERS`). ``'before_resize'`` (default)
+            is the official demo: unit length at network resolution, then the
+            letterbox is cropped and the map resized bilinearly, and not
+            re-normalised (between network pixels the vectors are slightly
+            shorter than 1; the saved maps equal the official ones).
+            ``'after_resize'`` normalises after the resize: every pixel is
+            exactly unit length, for code that assumes it (e.g. angles by
+            dot products without normalising).
         **kwargs: :class:`DenseHeadBase` arguments.
 
     Shapes:
@@ -41,19 +58,29 @@ class NormalHead(DenseHeadBase):
     norm = 'instance'
     target_field = 'gt_normal'
     negate_x_on_flip = True
+    postprocess_options = {'normalize': NORMALIZE_ORDERS}
 
-    def __init__(self, in_channels: int, loss_decode=None, **kwargs):
+    def __init__(self, in_channels: int, loss_decode=None,
+                 normalize: str = 'before_resize', **kwargs):
         super().__init__(in_channels, loss_decode=(
             NORMAL_LOSSES if loss_decode is None else loss_decode), **kwargs)
+        self.normalize = check_option('normalize', normalize,
+                                      NORMALIZE_ORDERS)
 
     def postprocess_sample(self, outputs: Tensor, index: int, meta: dict
                            ) -> Tuple[Dict[str, Tensor], dict]:
-        """Unit normals (3, H_ori, W_ori): crop, unflip, resize, normalise.
+        """Normals (3, H_ori, W_ori): crop, unflip, resize, and make them unit
+        length before (official) or after the resize (``normalize``).
 
-        Normalised after the bilinear resize (which shortens vectors between
-        pixels); zero vectors stay zero (eps 1e-6).
+        Before: ``n / max(|n|, 1e-8)`` as the official demo. After:
+        ``F.normalize`` (eps 1e-6). Zero vectors stay zero either way.
         """
-        normal = to_original_size(outputs[index:index + 1], meta,
-                                  negate_x=True,
+        normal = outputs[index:index + 1]
+        if self.normalize == 'before_resize':
+            length = normal.norm(dim=1, keepdim=True)
+            normal = normal / length.clamp(min=OFFICIAL_NORM_EPS)
+        normal = to_original_size(normal, meta, negate_x=True,
                                   align_corners=self.align_corners)
-        return {'pred_normal': F.normalize(normal, dim=0, eps=1e-6)}, {}
+        if self.normalize == 'after_resize':
+            normal = F.normalize(normal, dim=0, eps=1e-6)
+        return {'pred_normal': normal}, {}

@@ -2,11 +2,12 @@
 import math
 from typing import Dict, Optional, Sequence, Tuple, Union
 
+import torch
 from mmengine.logging import print_log
 from torch import Tensor, nn
 
 from ....registry import MODELS
-from .dense_head_base import DenseHeadBase, stack_metainfo
+from .dense_head_base import DenseHeadBase, check_option, stack_metainfo
 from .letterbox import letterbox_resize_factor, to_original_size
 
 # The official 1b loss: seven terms.
@@ -20,6 +21,11 @@ POINTMAP_LOSSES = [
     dict(type='PointmapScaleL1Loss', loss_weight=4.0),
 ]
 SCALE_GUARDS = ('error', 'clamp')
+#: How the metric pointmap is brought to a larger photo: 'official' (the
+#: official demo's ``resize_pointmap(smooth=True)``: a 3x3 Gaussian blur of
+#: sigma 0.8 four times, then the bilinear resize) or 'none' (only the
+#: bilinear resize). Photos smaller than the prediction are only resized.
+RESIZE_SMOOTHING = ('official', 'none')
 
 
 def build_scale_conv_stack(in_channels: int, out_channels: Sequence[int],
@@ -100,6 +106,12 @@ class PointmapHead(DenseHeadBase):
             scale <= ``min_scale`` or non-finite: ``'error'`` (raise, naming
             the image) or ``'clamp'`` (use ``min_scale`` and log a warning).
         min_scale: smallest usable scale.
+        resize_smoothing: :data:`RESIZE_SMOOTHING`. ``'official'`` (default)
+            blurs the metric map before enlarging it to a photo larger than
+            the prediction (the saved points equal the official demo's; the
+            point cloud shows no network-grid steps). ``'none'`` only
+            resizes: every output pixel is the bilinear interpolation of
+            the network's own values (sharper depth edges, more grid steps).
         loss_decode: default the official seven terms.
         **kwargs: :class:`DenseHeadBase` arguments.
 
@@ -111,6 +123,7 @@ class PointmapHead(DenseHeadBase):
     norm = 'instance'
     target_field = 'gt_pointmap'
     negate_x_on_flip = True
+    postprocess_options = {'resize_smoothing': RESIZE_SMOOTHING}
 
     def __init__(self,
                  in_channels: int,
@@ -122,6 +135,7 @@ class PointmapHead(DenseHeadBase):
                  canonical_focal_length: float = 768.0,
                  scale_guard: str = 'error',
                  min_scale: float = 1e-6,
+                 resize_smoothing: str = 'official',
                  loss_decode=None,
                  **kwargs):
         if scale_guard not in SCALE_GUARDS:
@@ -149,6 +163,8 @@ class PointmapHead(DenseHeadBase):
         self.canonical_focal_length = float(canonical_focal_length)
         self.scale_guard = scale_guard
         self.min_scale = float(min_scale)
+        self.resize_smoothing = check_option(
+            'resize_smoothing', resize_smoothing, RESIZE_SMOOTHING)
 
     def forward_scale(self, feat: Tensor) -> Tensor:
         """(B, C, h, w) backbone feature -> (B, 1) canonical scale.
@@ -222,8 +238,9 @@ class PointmapHead(DenseHeadBase):
                            ) -> Tuple[Dict[str, Tensor], dict]:
         """Metric pointmap and depth at the original size, scale and focal.
 
-        ``pred_pointmap`` (3, H_ori, W_ori) = canonical / s (metric; the
-        canonical map is ``pred_pointmap * pred_scale``), ``pred_depth``
+        The official demo's order: metric = canonical / s at network
+        resolution, then crop, (``resize_smoothing``) and resize.
+        ``pred_pointmap`` (3, H_ori, W_ori) metric, ``pred_depth``
         (1, H_ori, W_ori) its Z; metainfo ``pred_scale`` = s and
         ``pred_focal_length`` = 768 / (s * r) px of the original image, with r
         the letterbox resize factor.
@@ -231,10 +248,13 @@ class PointmapHead(DenseHeadBase):
         pointmap, scale = outputs
         s = self.checked_scale(float(scale[index].reshape(-1)[0]), meta)
         net_shape = tuple(pointmap.shape[-2:])
-        canonical = to_original_size(pointmap[index:index + 1], meta,
-                                     negate_x=True,
-                                     align_corners=self.align_corners)
-        metric = canonical / s
+        divisor = scale[index:index + 1].reshape(1, 1)
+        if float(divisor) != s:  # clamped by scale_guard
+            divisor = torch.full_like(divisor, s)
+        metric = to_original_size(
+            pointmap[index:index + 1] / divisor, meta, negate_x=True,
+            align_corners=self.align_corners,
+            smooth=self.resize_smoothing == 'official')
         focal = self.canonical_focal_length / (
             s * letterbox_resize_factor(meta, net_shape))
         return ({'pred_pointmap': metric, 'pred_depth': metric[2:3]},
