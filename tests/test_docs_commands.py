@@ -58,6 +58,7 @@ FSDP = 'tests/test_engine/test_fsdp_strategy.py::' \
 DENSE_TRAIN = 'tests/test_tools/test_dense_tiny_training.py::' \
     'test_tiny_dense_config_learns_and_tests'
 DENSE_INFER = 'tests/test_tools/test_infer_dense.py::'
+DENSE_MASKS = 'tests/test_tools/test_infer_dense_masks.py::'
 FINETUNE = 'tests/test_models/test_selfsup/test_linear_probe.py::' \
     'test_linear_probe_on_exported_backbone'
 # The benchmark commands run on a 2-block backbone at 64x48 (the 0.1B model
@@ -119,6 +120,19 @@ COVERAGE = {
         ('reason', SLURM),
     'tools/dist_train.sh configs/pose/'
     'sapiens2-5b_8xb2-20k_sapiens308-1024x768_fsdp.py 8': ('test', FSDP),
+    'python tools/gpu_acceptance.py --check-imports': (
+        'test', 'tests/test_tools/test_gpu_acceptance.py::'
+        'test_check_imports_reports_the_stack'),
+    'bash tools/fetch_acceptance_wheels.sh': ('reason', (
+        'downloads wheels from PyPI for the GPU machine; the list was fetched '
+        'and the stack imported from it under Python 3.12, torch 2.11, numpy '
+        '2.5 when it was written (docs/large_models.md)')),
+    'bash tools/gpu_acceptance.sh': ('reason', (
+        'needs a CUDA GPU; every stage runs with tiny shapes on the CPU in '
+        'tests/test_tools/test_gpu_acceptance.py::test_dry_run_every_stage')),
+    'bash tools/gpu_acceptance.sh --dry-run': (
+        'test', 'tests/test_tools/test_gpu_acceptance.py::'
+        'test_dry_run_every_stage'),
     'python tools/analysis_tools/benchmark_fsdp.py --embed-dims 384 '
     '--num-layers 8 --iters 3 --out fsdp_bench.json': (
         'test', 'tests/test_tools/test_benchmark_fsdp.py::'
@@ -189,6 +203,19 @@ COVERAGE = {
         ('test', DENSE_INFER + 'test_pointmap_outputs_read_back'),
     'python tools/infer.py albedo CONFIG CKPT --input photos/ --output out/albedo '
     '[--flip-test]': ('test', DENSE_INFER + 'test_albedo_outputs_read_back'),
+    # foreground masks and large photos (docs/inference.md)
+    'python tools/infer.py seg SEG_CONFIG SEG_CKPT --input photos/ '
+    '--output out/seg': ('test', DENSE_MASKS + 'test_seg_run_then_dense_seg_dir'),
+    'python tools/infer.py normal CONFIG CKPT --input photos/ --output '
+    'out/normal --seg-dir out/seg':
+        ('test', DENSE_MASKS + 'test_seg_run_then_dense_seg_dir'),
+    'python tools/infer.py pointmap CONFIG CKPT --input photos/ --output '
+    'out/pointmap --fg-seg SEG_CONFIG SEG_CKPT':
+        ('test', DENSE_MASKS +
+         'test_fg_seg_in_the_same_pass_and_each_photo_decoded_once'),
+    'python tools/infer.py pointmap CONFIG CKPT --input big_photo.jpg '
+    '--output out/big --array-dtype float16 --ply-step auto':
+        ('test', DENSE_MASKS + 'test_float16_arrays'),
     'python tools/train.py CONFIG [--work-dir DIR] [--resume [auto|PATH]] '
     '[--amp] [--load-partial] [--ignore-lock] [--cfg-options key=value ...] '
     '[--launcher none|pytorch|slurm]': ('test', 'test_resume_auto_and_path'),
@@ -235,6 +262,12 @@ COVERAGE = {
     'sapiens2-tiny_1xb12-300_sapiens308sample-128x96.py '
     'work_dirs/pose308_tiny/iter_300.pth':
         ('test', 'test_tiny_308_config_trains_and_tests'),
+    'python tools/analysis_tools/show_reconstructions.py '
+    'configs/pretrain/sapiens2-tiny_pretrain-cpu-64x48.py '
+    'work_dirs/sapiens2-tiny_pretrain-cpu-64x48/iter_40.pth '
+    '--input my_photos/ --output-dir work_dirs/reconstructions':
+        ('test', 'tests/test_tools/test_show_reconstructions.py::'
+                 'test_panels_are_legible_and_show_the_masked_photo'),
     # Speed options (docs/inference.md).
     'python tools/infer.py pose CONFIG CKPT --input photos/ --output out/ '
     '--bboxes boxes.json --batch-size 16 --compile --dtype bf16': ('reason', (

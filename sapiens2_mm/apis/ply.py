@@ -7,6 +7,7 @@ marker sphere at the camera origin. Any PLY reader (Open3D, MeshLab,
 CloudCompare, trimesh) opens them.
 """
 import os
+from typing import Optional
 
 import numpy as np
 
@@ -58,14 +59,15 @@ def write_ply(path: str, points: np.ndarray, colors_rgb: np.ndarray) -> str:
 
 
 def pointmap_to_cloud(pointmap: np.ndarray, image_bgr: np.ndarray,
-                      step: int = 1):
+                      step: int = 1, foreground: Optional[np.ndarray] = None):
     """Points and RGB colours of every ``step``-th pixel with a finite point
-    in front of the camera (z > 0).
+    in front of the camera (z > 0), in the foreground when a mask is given.
 
     Args:
         pointmap: (H, W, 3) metric points.
         image_bgr: (H, W, 3) uint8 image of the same size.
         step: keep every step-th row and column.
+        foreground: (H, W) bool mask, or None (every pixel).
 
     Returns:
         ``(points (N, 3) float32, colours (N, 3) uint8 RGB)``.
@@ -75,4 +77,6 @@ def pointmap_to_cloud(pointmap: np.ndarray, image_bgr: np.ndarray,
     pts = pointmap[::step, ::step].reshape(-1, 3)
     rgb = image_bgr[::step, ::step, ::-1].reshape(-1, 3)
     keep = np.isfinite(pts).all(1) & (pts[:, 2] > 0)
+    if foreground is not None:
+        keep &= foreground[::step, ::step].reshape(-1)
     return pts[keep].astype(np.float32), np.ascontiguousarray(rgb[keep])

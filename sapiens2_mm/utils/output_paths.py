@@ -108,13 +108,18 @@ def temporary_path(path: str) -> str:
     input or another output (``a.partial.png`` is a possible photo name; the
     temporary of ``a.png`` must not be it). It keeps ``path``'s extension so
     encoders that choose the format by name (``cv2.imwrite``,
-    ``cv2.VideoWriter``) work on it. Rename it onto ``path`` when complete.
+    ``cv2.VideoWriter``) work on it, and the mode a plain ``open()`` would
+    give (umask applied), which writers that truncate it keep. Rename it onto
+    ``path`` when complete.
     """
+    from .atomic_file import default_file_mode
     folder, name = osp.split(osp.abspath(path))
     ext = osp.splitext(name)[1]
     fd, tmp = tempfile.mkstemp(prefix=f'.{name}.', suffix=f'.partial{ext}',
                                dir=folder)
     os.close(fd)
+    # mkstemp creates 0600; the output keeps the mode open() would give it
+    os.chmod(tmp, default_file_mode())
     return tmp
 
 

@@ -7,6 +7,12 @@ Conventions (the official demos' drawings):
   bound (near = red, far = blue); invalid depth (non-finite or <= 0) black;
 * albedo: ``255 * clamp(a, 0, 1)``.
 
+With a foreground mask (the official demos' ``--seg_dir``), the background
+of a drawing is a flat colour (normals black, albedo and depth grey 100, as
+the official demos) or the photo (``background='photo'``, the demos'
+``--no-black-background``); a depth drawing's bounds then come from the
+foreground only.
+
 Normals and albedo become 8-bit by truncation (``astype(np.uint8)``) as the
 official demos do (``rounding='truncate'``); ``rounding='round'`` rounds to
 the nearest level instead (at most one level brighter; the 8-bit image is
@@ -27,6 +33,35 @@ DEPTH_PERCENTILES = (1.0, 99.0)
 LEGEND_HEIGHT = 24
 #: How float colours in [0, 255] become 8-bit (see the module docstring).
 ROUNDINGS = ('truncate', 'round')
+#: What the background of a masked drawing shows.
+BACKGROUNDS = ('colour', 'photo')
+#: The official demos' background colours (BGR) per drawn field.
+BACKGROUND_COLOURS = {'pred_normal': (0, 0, 0),
+                      'pred_depth': (100, 100, 100),
+                      'pred_albedo': (100, 100, 100)}
+
+
+def mask_background(drawing: np.ndarray, foreground: Optional[np.ndarray],
+                    image: np.ndarray, colour: Tuple[int, int, int],
+                    background: str = 'colour') -> np.ndarray:
+    """``drawing`` (H, W, 3) with the pixels outside ``foreground`` (H, W)
+    set to ``colour`` or, with ``background='photo'``, to ``image``'s.
+
+    Raises:
+        ValueError: an unknown ``background`` or a mask of another size.
+    """
+    if background not in BACKGROUNDS:
+        raise ValueError(f'background must be one of {BACKGROUNDS}, got '
+                         f'{background!r}.')
+    if foreground is None:
+        return drawing
+    if foreground.shape != drawing.shape[:2]:
+        raise ValueError(f'foreground mask {foreground.shape} does not match '
+                         f'the drawing {drawing.shape[:2]}.')
+    out = drawing.copy()
+    back = ~foreground
+    out[back] = image[back] if background == 'photo' else colour
+    return out
 
 
 def to_uint8(levels: np.ndarray, rounding: str = 'truncate') -> np.ndarray:
@@ -63,11 +98,16 @@ def valid_depth(depth: np.ndarray) -> np.ndarray:
     return np.isfinite(depth) & (depth > 0)
 
 
-def depth_range(depth: np.ndarray) -> Optional[Tuple[float, float]]:
+def depth_range(depth: np.ndarray,
+                foreground: Optional[np.ndarray] = None
+                ) -> Optional[Tuple[float, float]]:
     """(near, far) bounds of a depth map in metres, or None if no pixel is
-    valid: the 1st and 99th percentiles of the valid depth, clamped to
-    [0.1, 250] m (far > near is guaranteed)."""
+    valid: the 1st and 99th percentiles of the valid depth (in
+    ``foreground`` only, when given), clamped to [0.1, 250] m (far > near
+    is guaranteed)."""
     valid = valid_depth(depth)
+    if foreground is not None:
+        valid &= foreground
     if not valid.any():
         return None
     lo, hi = np.percentile(depth[valid], DEPTH_PERCENTILES)
@@ -134,17 +174,42 @@ def side_by_side(image: np.ndarray, *drawings: np.ndarray) -> np.ndarray:
     return np.concatenate(padded, axis=1)
 
 
-def _depth_panel(depth: np.ndarray,
+def colour_dense_field(name: str, value: np.ndarray, image: np.ndarray,
+                       foreground: Optional[np.ndarray] = None,
+                       background: str = 'colour',
+                       rounding: str = 'truncate',
+                       bounds: Optional[Tuple[float, float]] = None
+                       ) -> np.ndarray:
+    """(H, W, 3) uint8 BGR colours of one dense field (``pred_normal``,
+    ``pred_depth`` or ``pred_albedo``), background masked (module
+    docstring). ``bounds``: the depth bounds (default from the foreground).
+    """
+    if name == 'pred_normal':
+        drawing = normal_to_bgr(value, rounding)
+    elif name == 'pred_albedo':
+        drawing = albedo_to_bgr(value, rounding)
+    elif name == 'pred_depth':
+        if bounds is None:
+            bounds = depth_range(value, foreground)
+        drawing = depth_to_bgr(value, bounds)
+    else:
+        raise ValueError(f'No colouring for {name!r}.')
+    return mask_background(drawing, foreground, image,
+                           BACKGROUND_COLOURS[name], background)
+
+
+def _depth_panel(depth_bgr: np.ndarray,
                  bounds: Optional[Tuple[float, float]]) -> np.ndarray:
-    depth = depth[..., 0] if depth.ndim == 3 else depth
-    return np.concatenate([depth_to_bgr(depth, bounds),
-                           depth_legend(depth.shape[1], bounds)], axis=0)
+    """Depth colours with the colour bar under them."""
+    return np.concatenate([depth_bgr,
+                           depth_legend(depth_bgr.shape[1], bounds)], axis=0)
 
 
-def _normal_panel(normal: np.ndarray) -> np.ndarray:
+def _normal_panel(normal_bgr: np.ndarray) -> np.ndarray:
+    """Normal colours with the colour key under them."""
     from .legends import normal_key
-    return np.concatenate(
-        [normal_to_bgr(normal), normal_key(normal.shape[1])], axis=0)
+    return np.concatenate([normal_bgr, normal_key(normal_bgr.shape[1])],
+                          axis=0)
 
 
 def _masked(drawing: np.ndarray, mask: Optional[np.ndarray]) -> np.ndarray:
@@ -156,9 +221,16 @@ def _masked(drawing: np.ndarray, mask: Optional[np.ndarray]) -> np.ndarray:
     return out
 
 
+def _squeeze(depth: np.ndarray) -> np.ndarray:
+    return depth[..., 0] if depth.ndim == 3 else depth
+
+
 def draw_dense_prediction(image: np.ndarray, fields: dict,
                           gt_fields: Optional[dict] = None,
-                          gt_mask: Optional[np.ndarray] = None) -> np.ndarray:
+                          gt_mask: Optional[np.ndarray] = None,
+                          foreground: Optional[np.ndarray] = None,
+                          background: str = 'colour',
+                          rounding: str = 'truncate') -> np.ndarray:
     """``[image | prediction]``, or ``[image | prediction | ground truth]``
     when ``gt_fields`` holds the matching target, for whichever dense
     prediction ``fields`` holds, checked in the order ``pred_normal``,
@@ -175,29 +247,42 @@ def draw_dense_prediction(image: np.ndarray, fields: dict,
         gt_fields: ``gt_normal`` / ``gt_depth`` / ``gt_albedo`` -> (H, W, C)
             float arrays at the image size (others are ignored).
         gt_mask: (H, W) bool valid ground-truth pixels.
+        foreground: (H, W) bool foreground of the prediction, or None (whole
+            frame); depth bounds then come from the foreground.
+        background: ``'colour'`` (the official flat colours) or ``'photo'``
+            outside the foreground.
+        rounding: see :func:`to_uint8`.
 
     Raises:
         ValueError: none of the three fields is given.
     """
     gt_fields = gt_fields or {}
+
+    def colour(name, value, bounds=None):
+        return colour_dense_field(name, value, image, foreground, background,
+                                  rounding, bounds)
+
     if fields.get('pred_normal') is not None:
-        pred = _normal_panel(fields['pred_normal'])
+        pred = _normal_panel(colour('pred_normal', fields['pred_normal']))
         gt = gt_fields.get('gt_normal')
-        gt = None if gt is None else _masked(_normal_panel(gt), gt_mask)
+        gt = None if gt is None else _masked(
+            _normal_panel(normal_to_bgr(gt, rounding)), gt_mask)
     elif fields.get('pred_depth') is not None:
+        depth = _squeeze(fields['pred_depth'])
         gt = gt_fields.get('gt_depth')
         if gt is not None:
-            gt = gt[..., 0] if gt.ndim == 3 else gt
+            gt = _squeeze(gt)
             gt = np.where(gt_mask, gt, 0.0) if gt_mask is not None else gt
-        bounds = depth_range(gt if gt is not None else (
-            fields['pred_depth'][..., 0] if fields['pred_depth'].ndim == 3
-            else fields['pred_depth']))
-        pred = _depth_panel(fields['pred_depth'], bounds)
-        gt = None if gt is None else _depth_panel(gt, bounds)
+        bounds = depth_range(gt) if gt is not None else depth_range(
+            depth, foreground)
+        pred = _depth_panel(colour('pred_depth', depth, bounds), bounds)
+        gt = None if gt is None else _depth_panel(depth_to_bgr(gt, bounds),
+                                                  bounds)
     elif fields.get('pred_albedo') is not None:
-        pred = albedo_to_bgr(fields['pred_albedo'])
+        pred = colour('pred_albedo', fields['pred_albedo'])
         gt = gt_fields.get('gt_albedo')
-        gt = None if gt is None else _masked(albedo_to_bgr(gt), gt_mask)
+        gt = None if gt is None else _masked(albedo_to_bgr(gt, rounding),
+                                             gt_mask)
     else:
         raise ValueError(
             f'No dense prediction to draw; got fields {sorted(fields)}, '

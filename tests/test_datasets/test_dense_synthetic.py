@@ -221,3 +221,32 @@ def test_checker_ignores_rounding_noise_on_a_cell_boundary():
     row = texture(np.array([[0.1, 0.1, 0.0], [0.3, 0.1, 0.0],
                             [-0.1, 0.1, 0.0]]))
     np.testing.assert_array_equal(row, [c1, c2, c2])
+
+
+def test_datasets_of_different_seeds_share_no_scene(tmp_path):
+    """Issue 18: scene i used seed + i, so --seed 1 scene 0 was --seed 0
+    scene 1 (a val set from the next seed leaked into training). Scene i
+    now comes from SeedSequence(seed, spawn_key=(i,))."""
+    from sapiens2_mm.datasets.dense.synthetic import scene_seed
+    seq = np.random.SeedSequence(5)
+    for i, child in enumerate(seq.spawn(3)):  # numpy's own spawning
+        assert scene_seed(5, i).generate_state(4).tolist() == \
+            child.generate_state(4).tolist()
+    a = tmp_path / 'a'
+    b = tmp_path / 'b'
+    generate_dataset(str(a), 3, 64, 48, seed=0, tasks=('normal', ))
+    generate_dataset(str(b), 3, 64, 48, seed=1, tasks=('normal', ))
+    depth_a = [render_scene(scene_seed(0, i), 64, 48).depth for i in range(3)]
+    rgb = {}
+    for root in (a, b):
+        for i in range(3):
+            image = cv2.imread(str(root / 'rgb' / f'scene_{i:05d}.png'))
+            rgb[(root.name, i)] = image
+    for i in range(3):
+        for j in range(3):
+            assert not np.array_equal(rgb[('a', i)], rgb[('b', j)]), (i, j)
+    # and not the first scenes of the other set either, in any order
+    assert not any(np.array_equal(d, render_scene(scene_seed(1, 0), 64,
+                                                  48).depth) for d in depth_a)
+    with pytest.raises(ValueError, match='must be >= 0'):
+        scene_seed(-1, 0)

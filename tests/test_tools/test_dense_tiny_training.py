@@ -80,8 +80,14 @@ def test_tiny_dense_config_learns_and_tests(task, tmp_path):
                             str(tmp_path / 'test'), '--show-dir', show,
                             '--cfg-options',
                             f'experiment_name={task}_dense_tiny_test'])
+    # the figures of docs/dense.md's table (pytest -s shows them)
+    extra = {k: (before[k], after[k]) for k in ('extra/scale_rel_err', 'psnr')
+             if k in after}
+    print(f'\n{task}: loss iteration 2 -> {max_iters}: {losses[1]:.4g} -> '
+          f'{losses[-1]:.4g}; {metric} {before[metric]:.4g} -> '
+          f'{after[metric]:.4g}; {extra}')
     assert after[metric] < before[metric], (before[metric], after[metric])
-    if task == 'pointmap':  # the scale branch learns too (0.996 -> 0.410)
+    if task == 'pointmap':  # the scale branch learns too (0.996 -> 0.472)
         key = 'extra/scale_rel_err'
         assert after[key] < 0.6 * before[key], (before[key], after[key])
 

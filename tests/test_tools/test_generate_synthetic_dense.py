@@ -36,3 +36,10 @@ def test_cli_writes_every_layout_and_refuses_to_overwrite(tmp_path, capsys):
     with pytest.raises(FileExistsError):
         tool.main([out, '--num-scenes', '1', '--height', '64',
                    '--width', '48'])
+
+
+def test_cli_refuses_a_negative_seed(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        _tool().main([str(tmp_path / 'x'), '--seed', '-1'])
+    assert '--seed must be >= 0' in capsys.readouterr().err
+    assert not (tmp_path / 'x').exists()

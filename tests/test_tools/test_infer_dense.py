@@ -217,10 +217,14 @@ def test_pointmap_outputs_read_back(inputs, tmp_path):
     assert np.abs(vis[:120, 160:].astype(int) - png).max() == 0
 
 
-def test_pointmap_ply_step_and_its_error(inputs, tmp_path):
+def test_pointmap_ply_step_and_its_error(inputs, tmp_path, capsys):
     _, ckpt = _checkpoint('pointmap', tmp_path / 'pointmap.pth')
-    with pytest.raises(ValueError, match='--ply-step must be >= 1, got 0'):
-        _run('pointmap', inputs, tmp_path / 'bad', ckpt, '--ply-step', '0')
+    for bad in ('0', 'x'):
+        with pytest.raises(SystemExit):
+            _run('pointmap', inputs, tmp_path / 'bad', ckpt, '--ply-step',
+                 bad)
+        assert f"--ply-step: must be 'auto' or an integer >= 1, got " \
+            f"'{bad}'" in capsys.readouterr().err
     out = tmp_path / 'step'
     _run('pointmap', inputs / 'scene_00000.png', out, ckpt, '--ply-step',
          '4', '--no-vis')

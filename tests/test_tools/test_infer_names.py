@@ -70,15 +70,21 @@ def test_temporary_name_is_never_a_photo_name(tmp_path, capsys):
         # [image | overlay]: the left half is that photo (PNG: lossless)
         np.testing.assert_array_equal(drawing[:48, :64], image, err_msg=name)
     assert not [n for n in os.listdir(out) if n.startswith('.')]  # no temporaries
+    from sapiens2_mm.utils.atomic_file import default_file_mode
+    modes = {n: os.stat(out / n).st_mode & 0o777 for n in os.listdir(out)}
+    assert set(modes.values()) == {default_file_mode()}, modes
 
 
 def test_temporary_path_is_new_hidden_and_keeps_the_extension(tmp_path):
+    from sapiens2_mm.utils.atomic_file import default_file_mode
     from sapiens2_mm.utils.output_paths import temporary_path
     (tmp_path / 'a.partial.png').write_bytes(b'photo')
     tmp = temporary_path(str(tmp_path / 'a.png'))
     name = osp.basename(tmp)
     assert name.startswith('.a.png.') and name.endswith('.partial.png')
     assert osp.getsize(tmp) == 0
+    # not mkstemp's 0600: outputs get the mode open() gives
+    assert os.stat(tmp).st_mode & 0o777 == default_file_mode()
     assert (tmp_path / 'a.partial.png').read_bytes() == b'photo'
     assert temporary_path(str(tmp_path / 'a.png')) != tmp
 

@@ -7,8 +7,11 @@ The folder layouts are the ones ``NormalDataset``, ``PointmapDataset`` and
 Example (the bundled sample in tests/data/dense_sample):
 
     python tools/dataset_converters/generate_synthetic_dense.py \
-        tests/data/dense_sample --num-scenes 4 --height 128 --width 96 \
-        --seed 0 --normal-format .npz
+        tests/data/dense_sample --num-scenes 4 --seed 0 --normal-format .npz
+
+Scene i is drawn from numpy's ``SeedSequence(seed, spawn_key=(i,))``: sets
+written with different ``--seed`` values share no scene (train with
+``--seed 0``, validate with ``--seed 1``).
 """
 import argparse
 import time
@@ -27,7 +30,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument('--height', type=int, default=256)
     parser.add_argument('--width', type=int, default=192)
     parser.add_argument('--seed', type=int, default=0,
-                        help='scene i uses seed + i')
+                        help='>= 0; scene i is drawn from '
+                        'SeedSequence(seed, spawn_key=(i,)), so sets of '
+                        'different seeds never share a scene')
     parser.add_argument('--tasks', nargs='+', default=sorted(TASK_FOLDERS),
                         choices=sorted(TASK_FOLDERS))
     parser.add_argument('--normal-convention', default='opencv',
@@ -40,7 +45,11 @@ def parse_args(argv=None) -> argparse.Namespace:
                         choices=['.png', '.jpg'])
     parser.add_argument('--normal-format', default='.npy',
                         choices=['.npy', '.npz'])
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.seed < 0:
+        parser.error(f'--seed must be >= 0 (numpy SeedSequence), got '
+                     f'{args.seed}')
+    return args
 
 
 def main(argv=None) -> None:

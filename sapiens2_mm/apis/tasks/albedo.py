@@ -3,8 +3,7 @@ from typing import List
 
 from ...registry import TASKS
 from ..dense_inferencer import DenseInferencer
-from ..writers import TaskWriter, save_array, write_image
-from .dense import DenseTask, frame_entry
+from .dense import DenseTask, DenseWriter, frame_entry
 
 
 class AlbedoInferencer(DenseInferencer):
@@ -12,17 +11,18 @@ class AlbedoInferencer(DenseInferencer):
     task = 'albedo'
 
 
-class AlbedoWriter(TaskWriter):
-    """``<stem>_albedo.npy`` (H, W, 3) float32 RGB in [0, 1] (the clamped
-    prediction) and ``<stem>_albedo.png`` (8-bit, ``round(255 a)``)."""
+class AlbedoWriter(DenseWriter):
+    """``<stem>_albedo.npy`` (H, W, 3) RGB in [0, 1] (the clamped
+    prediction; float32, or float16 with ``--array-dtype``; unmasked) and
+    ``<stem>_albedo.png`` (8-bit ``255 a``, truncated as the official demo;
+    background grey 100 with a mask)."""
 
     def write(self, frame, result) -> dict:
-        from ...visualization import albedo_to_bgr
-        npy = save_array(self.layout.frame_path(frame, '_albedo.npy'),
-                         result.albedo)
-        png = write_image(self.layout.frame_path(frame, '_albedo.png'),
-                          albedo_to_bgr(result.albedo))
-        rel = [self.layout.relative(p) for p in (npy, png)]
+        paths = [self.array(frame, '_albedo.npy', result.albedo),
+                 self.colours(frame, result, '_albedo.png', 'pred_albedo',
+                              result.albedo)]
+        paths += self.mask_outputs(frame, result)
+        rel = [self.layout.relative(p) for p in paths]
         return dict(outputs=rel, albedo=rel[0],
                     frame=frame_entry(frame, result))
 
@@ -39,6 +39,11 @@ class AlbedoTask(DenseTask):
     inferencer = AlbedoInferencer
     checkpoint_marker = 'conv_albedo.weight'
     head_types = ('AlbedoHead', )
+    drawn_field = 'pred_albedo'
+    postprocess_flags = {'--clamp': (
+        'clamp', ('before_resize', 'after_resize'),
+        'when albedo is clamped to [0, 1]: before_resize (official: at '
+        'network resolution, then cropped and resized) or after_resize')}
 
     def open_writer(self, layout, model, args) -> AlbedoWriter:
         return AlbedoWriter(layout, model.dataset_meta, args)

@@ -3,8 +3,7 @@ from typing import List
 
 from ...registry import TASKS
 from ..dense_inferencer import DenseInferencer
-from ..writers import TaskWriter, save_array, write_image
-from .dense import DenseTask, frame_entry
+from .dense import DenseTask, DenseWriter, frame_entry
 
 
 class NormalInferencer(DenseInferencer):
@@ -12,17 +11,17 @@ class NormalInferencer(DenseInferencer):
     task = 'normal'
 
 
-class NormalWriter(TaskWriter):
-    """``<stem>_normal.npy`` (H, W, 3) float32 unit normals and
-    ``<stem>_normal.png``, the normals coloured ``(n + 1) / 2 * 255``."""
+class NormalWriter(DenseWriter):
+    """``<stem>_normal.npy`` (H, W, 3) unit normals (float32, or float16
+    with ``--array-dtype``; unmasked) and ``<stem>_normal.png``, the normals
+    coloured ``(n + 1) / 2 * 255`` (background black with a mask)."""
 
     def write(self, frame, result) -> dict:
-        from ...visualization import normal_to_bgr
-        npy = save_array(self.layout.frame_path(frame, '_normal.npy'),
-                         result.normal)
-        png = write_image(self.layout.frame_path(frame, '_normal.png'),
-                          normal_to_bgr(result.normal))
-        rel = [self.layout.relative(p) for p in (npy, png)]
+        paths = [self.array(frame, '_normal.npy', result.normal),
+                 self.colours(frame, result, '_normal.png', 'pred_normal',
+                              result.normal)]
+        paths += self.mask_outputs(frame, result)
+        rel = [self.layout.relative(p) for p in paths]
         return dict(outputs=rel, normal=rel[0],
                     frame=frame_entry(frame, result))
 
@@ -39,6 +38,12 @@ class NormalTask(DenseTask):
     inferencer = NormalInferencer
     checkpoint_marker = 'conv_normal.weight'
     head_types = ('NormalHead', )
+    drawn_field = 'pred_normal'
+    postprocess_flags = {'--normalize': (
+        'normalize', ('before_resize', 'after_resize'),
+        'when normals are made unit length: before_resize (official: at '
+        'network resolution, then cropped and resized, not re-normalised) '
+        'or after_resize (every output pixel exactly unit length)')}
 
     def open_writer(self, layout, model, args) -> NormalWriter:
         return NormalWriter(layout, model.dataset_meta, args)

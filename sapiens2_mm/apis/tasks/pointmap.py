@@ -1,14 +1,15 @@
 """The pointmap task: metric camera-frame points, depth and focal length."""
 import argparse
 import json
+import math
 import os.path as osp
 from typing import List
 
 from ...registry import TASKS
 from ..dense_inferencer import DenseInferencer
 from ..ply import pointmap_to_cloud, write_ply
-from ..writers import TaskWriter, save_array, write_image, write_text
-from .dense import DenseTask, frame_entry
+from ..writers import write_text
+from .dense import DenseTask, DenseWriter, frame_entry
 
 CAMERAS_FILE = 'pointmap_cameras.json'
 
@@ -19,34 +20,73 @@ class PointmapInferencer(DenseInferencer):
     task = 'pointmap'
 
 
-class PointmapWriter(TaskWriter):
-    """Per frame: ``<stem>_pointmap.npy`` (H, W, 3) float32 metres,
-    ``<stem>_depth.npy`` (H, W) float32 metres, ``<stem>_depth.png`` (turbo
-    colours of the inverse depth between the frame's near/far bounds) and
-    ``<stem>.ply`` (binary coloured point cloud). At the end
+#: ``--ply-step auto`` keeps at most about this many points per cloud.
+PLY_MAX_POINTS = 4_000_000
+
+
+def auto_ply_step(height: int, width: int,
+                  max_points: int = PLY_MAX_POINTS) -> int:
+    """The smallest step s with ceil(H / s) * ceil(W / s) <= ``max_points``
+    (1 up to 4 MP photos; an 8000x6000 photo gets 4: 3 M points)."""
+    step = max(1, math.ceil(math.sqrt(height * width / max_points)))
+    while math.ceil(height / step) * math.ceil(width / step) > max_points:
+        step += 1
+    return step
+
+
+def ply_step(value, height: int, width: int) -> int:
+    """``--ply-step`` (``'auto'`` or an int >= 1) for an H x W frame."""
+    if value in (None, 'auto'):
+        return auto_ply_step(height, width)
+    return int(value)
+
+
+def parse_ply_step(text: str):
+    """argparse type of ``--ply-step``: ``auto`` or an integer >= 1."""
+    if text == 'auto':
+        return text
+    try:
+        step = int(text)
+    except ValueError:
+        step = 0
+    if step < 1:
+        raise argparse.ArgumentTypeError(
+            f"must be 'auto' or an integer >= 1, got {text!r}")
+    return step
+
+
+class PointmapWriter(DenseWriter):
+    """Per frame: ``<stem>_pointmap.npy`` (H, W, 3) metres,
+    ``<stem>_depth.npy`` (H, W) metres (both float32, or float16 with
+    ``--array-dtype``; unmasked), ``<stem>_depth.png`` (turbo colours of the
+    inverse depth between the frame's near/far bounds, background grey 100
+    with a mask) and ``<stem>.ply`` (binary coloured point cloud of the
+    foreground, every ``--ply-step``-th row and column). At the end
     ``pointmap_cameras.json`` lists every frame's focal length, scale and
     depth bounds (rebuilt from the index, so resumed runs are complete)."""
 
     def write(self, frame, result) -> dict:
-        from ...visualization import depth_range, depth_to_bgr
+        from ...visualization import depth_range
         layout = self.layout
-        bounds = depth_range(result.depth)
+        bounds = depth_range(result.depth, result.foreground)
         paths = [
-            save_array(layout.frame_path(frame, '_pointmap.npy'),
-                       result.pointmap),
-            save_array(layout.frame_path(frame, '_depth.npy'), result.depth),
-            write_image(layout.frame_path(frame, '_depth.png'),
-                        depth_to_bgr(result.depth, bounds)),
+            self.array(frame, '_pointmap.npy', result.pointmap),
+            self.array(frame, '_depth.npy', result.depth),
+            self.colours(frame, result, '_depth.png', 'pred_depth',
+                         result.depth, bounds),
         ]
+        step = ply_step(getattr(self.args, 'ply_step', 1),
+                        *result.pointmap.shape[:2])
         points, colours = pointmap_to_cloud(result.pointmap, frame.image,
-                                            getattr(self.args, 'ply_step', 1))
+                                            step, result.foreground)
         paths.append(write_ply(layout.frame_path(frame, '.ply'), points,
                                colours))
+        paths += self.mask_outputs(frame, result)
         entry = frame_entry(frame, result)
         entry.update(focal_length_px=result.focal_length,
                      canonical_scale=result.scale,
                      depth_range_m=None if bounds is None else list(bounds),
-                     num_points=int(len(points)))
+                     num_points=int(len(points)), ply_step=step)
         rel = [layout.relative(p) for p in paths]
         return dict(outputs=rel, pointmap=rel[0], frame=entry)
 
@@ -55,8 +95,9 @@ class PointmapWriter(TaskWriter):
         data = dict(
             canonical_focal_length=768.0,
             units='metres; focal lengths in pixels of the input image',
-            depth_range='1st/99th percentile of the valid depth, clamped to '
-            '[0.1, 250] m (the bounds of <stem>_depth.png)',
+            depth_range='1st/99th percentile of the valid (foreground, with '
+            'a mask) depth, clamped to [0.1, 250] m (the bounds of '
+            '<stem>_depth.png)',
             frames=frames)
         path = osp.join(self.layout.out_dir, CAMERAS_FILE)
         write_text(path, json.dumps(data, indent=1))
@@ -72,16 +113,20 @@ class PointmapTask(DenseTask):
     inferencer = PointmapInferencer
     checkpoint_marker = 'conv_pointmap.weight'
     head_types = ('PointmapHead', )
+    drawn_field = 'pred_depth'
+    postprocess_flags = {'--resize-smoothing': (
+        'resize_smoothing', ('official', 'none'),
+        'before enlarging the pointmap to a larger photo: official (4 x 3x3 '
+        'Gaussian blur, sigma 0.8) or none (bilinear resize only)')}
 
     def add_cli_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument('--ply-step', type=int, default=1,
-                            help='keep every N-th row and column in the '
-                            '.ply point cloud (default 1: every pixel)')
-
-    def inferencer_kwargs(self, args: argparse.Namespace) -> dict:
-        if args.ply_step < 1:
-            raise ValueError(f'--ply-step must be >= 1, got {args.ply_step}.')
-        return {}
+        super().add_cli_arguments(parser)
+        parser.add_argument(
+            '--ply-step', type=parse_ply_step, default='auto',
+            help='keep every N-th row and column in the .ply point cloud; '
+            f'auto (default): 1 up to {PLY_MAX_POINTS // 1_000_000} M '
+            'pixels, then the smallest step that keeps at most that many '
+            'points (an 8000x6000 photo: 4)')
 
     def open_writer(self, layout, model, args) -> PointmapWriter:
         return PointmapWriter(layout, model.dataset_meta, args)

@@ -33,7 +33,7 @@ Conventions (the ones the dense datasets read):
 import os
 import os.path as osp
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import cv2
 import numpy as np
@@ -437,7 +437,26 @@ def passes_official_filters(scene: SyntheticScene,
         f['min_albedo_std']
 
 
-def render_scene(seed: int, height: int = 256, width: int = 192,
+def scene_seed(seed: int, index: int) -> np.random.SeedSequence:
+    """The seed of scene ``index`` of a dataset generated with ``seed``.
+
+    numpy's ``SeedSequence(seed, spawn_key=(index,))`` (what
+    ``SeedSequence(seed).spawn(n)[index]`` gives): scenes of one seed, and of
+    different seeds, draw from independent streams. (``seed + index`` made
+    scene 0 of seed 1 equal scene 1 of seed 0, so train and val sets made
+    with consecutive seeds shared scenes.)
+
+    Raises:
+        ValueError: a negative ``seed`` or ``index``.
+    """
+    if seed < 0 or index < 0:
+        raise ValueError(f'seed and scene index must be >= 0, got seed '
+                         f'{seed}, index {index}.')
+    return np.random.SeedSequence(seed, spawn_key=(index, ))
+
+
+def render_scene(seed: Union[int, np.random.SeedSequence],
+                 height: int = 256, width: int = 192,
                  normal_convention: str = 'opencv',
                  max_attempts: int = 20) -> SyntheticScene:
     """Render one scene, deterministic from ``seed``.
@@ -446,7 +465,8 @@ def render_scene(seed: int, height: int = 256, width: int = 192,
     same seeded stream (so the result stays deterministic).
 
     Args:
-        seed: random seed of the scene.
+        seed: random seed of the scene (an int, or a
+            :func:`scene_seed` of a generated dataset).
         height: image height in pixels.
         width: image width in pixels.
         normal_convention: a key of :data:`NORMAL_CONVENTIONS`.
@@ -554,8 +574,9 @@ def generate_dataset(out_dir: str, num_scenes: int, height: int = 256,
                      normal_convention: str = 'opencv',
                      image_format: str = '.png',
                      normal_format: str = '.npy') -> List[str]:
-    """Render ``num_scenes`` scenes (seeds ``seed``, ``seed+1``, ...) and
-    write them with :func:`write_scene` as ``scene_00000`` ....
+    """Render ``num_scenes`` scenes (scene ``i`` from
+    :func:`scene_seed` ``(seed, i)``) and write them with
+    :func:`write_scene` as ``scene_00000`` ....
 
     Returns:
         The scene names.
@@ -563,7 +584,8 @@ def generate_dataset(out_dir: str, num_scenes: int, height: int = 256,
     names = []
     for i in range(num_scenes):
         name = f'scene_{i:05d}'
-        scene = render_scene(seed + i, height, width, normal_convention)
+        scene = render_scene(scene_seed(seed, i), height, width,
+                             normal_convention)
         write_scene(scene, out_dir, name, tasks, image_format, normal_format)
         names.append(name)
     return names

@@ -64,6 +64,8 @@ class BaseDenseMetric(BaseMetric):
         prefix: metric name prefix (none by default: the official names).
     """
     default_prefix: Optional[str] = None
+    #: how the metric scores non-finite predictions (for the warning)
+    nonfinite_rule: str = 'which make the error means NaN/inf'
 
     def __init__(self,
                  pred_resize: str = 'error',
@@ -158,7 +160,4 @@ class BaseDenseMetric(BaseMetric):
                 logger='current', level=30)
             metrics[NONFINITE_KEY] = nonfinite
         return metrics
-
-    #: how the metric scores non-finite predictions (for the warning)
-    nonfinite_rule = 'which make the error means NaN/inf'
 

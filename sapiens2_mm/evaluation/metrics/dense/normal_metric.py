@@ -72,6 +72,8 @@ class NormalMetric(BaseDenseMetric):
             ``prefix``).
     """
 
+    nonfinite_rule = 'scored as 180 degrees (the worst angle)'
+
     def __init__(self,
                  angle_thresholds: Sequence[float] = (5.0, 11.25, 22.5, 30.0),
                  extra_angle_thresholds: Sequence[float] = (7.5, ),
@@ -140,8 +142,6 @@ class NormalMetric(BaseDenseMetric):
         if self.exact_median:
             record['angles'] = angle.cpu().numpy()
         return record
-
-    nonfinite_rule = 'scored as 180 degrees (the worst angle)'
 
     def _reduce(self, records: List[Dict[str, Any]]) -> Dict[str, float]:
         num = sum(r['num'] for r in records)
