@@ -107,6 +107,7 @@ def run_inference(args: argparse.Namespace,
         # as JSON reads it back (tuples become lists) for the re-run check
         header['cfg_options'] = json.loads(json.dumps(
             {k: cfg_options[k] for k in sorted(cfg_options)}))
+    header.update(spec.index_options(args))
     if not args.checkpoint:
         header['weights'] = 'random'
         echo(RANDOM_WEIGHTS_WARNING)

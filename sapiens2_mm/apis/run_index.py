@@ -84,8 +84,10 @@ class InferenceIndex:
             old = json.loads(lines[0]) if lines else {}
         except json.JSONDecodeError:
             old = {}
-        differ = sorted(k for k in self.header
-                        if old.get(k) != self.header[k])
+        # keys of either header: an option given then and left out now (its
+        # default) differs too
+        differ = sorted(k for k in set(self.header) | set(old)
+                        if old.get(k) != self.header.get(k))
         has_work = any(line.strip() for line in lines[1:])
         if differ and not has_work:
             # nothing was finished under the old settings: start afresh
@@ -95,8 +97,8 @@ class InferenceIndex:
         if differ:
             raise FileExistsError(
                 f'{self.path} was written with other settings ('
-                + '; '.join(f'{k}: {old.get(k)!r} then, {self.header[k]!r} '
-                            'now' for k in differ)
+                + '; '.join(f'{k}: {old.get(k)!r} then, '
+                            f'{self.header.get(k)!r} now' for k in differ)
                 + '). Pass a new --output folder, or the same settings to '
                 'continue that run.')
         for line in lines[1:]:

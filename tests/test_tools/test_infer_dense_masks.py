@@ -262,3 +262,21 @@ def test_seg_run_then_dense_seg_dir(photos, tmp_path):
     assert 0.02 < mask.mean() < 0.98
     vis = cv2.imread(str(out / 'a.png'))[:120, 160:]
     assert (vis[~mask] == 0).all() and (vis[mask] != 0).any(axis=-1).all()
+
+
+def test_other_dense_options_never_mix_in_one_folder(photos, tmp_path):
+    """Post-processing and mask options are in the index header: the same
+    options continue a run, other ones are refused (no mixed folder)."""
+    inputs, seg = photos
+    _, ckpt = _checkpoint('normal', tmp_path / 'n.pth')
+    out = tmp_path / 'out'
+    args = ['--input', str(inputs / 'a.png'), '--output', str(out)]
+    assert _run('normal', ckpt, *args, '--normalize', 'after_resize') == 0
+    assert _run('normal', ckpt, *args, '--normalize', 'after_resize') == 0
+    with pytest.raises(FileExistsError, match='dense_options'):
+        _run('normal', ckpt, *args)
+    with pytest.raises(FileExistsError, match='dense_options'):
+        _run('normal', ckpt, *args, '--normalize', 'after_resize',
+             '--seg-dir', str(seg))
+    normal = np.load(out / 'a_normal.npy')
+    np.testing.assert_allclose(np.linalg.norm(normal, axis=2), 1, atol=1e-5)

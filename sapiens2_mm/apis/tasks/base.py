@@ -89,6 +89,12 @@ class BaseTask(metaclass=ABCMeta):
         """
         return {}
 
+    def index_options(self, args: argparse.Namespace) -> dict:
+        """Task options recorded in the run index header: a re-run into the
+        same output folder with other values is refused (default: none;
+        only non-default values, so earlier indexes stay valid)."""
+        return {}
+
     def build_inferencer(self, model, **kwargs):
         """The task's inferencer around ``model``."""
         if self.inferencer is None:

@@ -91,6 +91,26 @@ class DenseTask(BaseTask):
         return dict(postprocess=post, seg_dir=seg_dir,
                     fg_seg=tuple(fg_seg) if fg_seg else None)
 
+    def index_options(self, args: argparse.Namespace) -> dict:
+        """Non-default post-processing, mask and output options, so that one
+        output folder never mixes two settings."""
+        options = {}
+        for option, choices, _ in self.postprocess_flags.values():
+            value = getattr(args, option, choices[0])
+            if value != choices[0]:
+                options[option] = value
+        for key, default in (('array_dtype', 'float32'),
+                             ('background', 'colour'),
+                             ('vis_rounding', 'truncate')):
+            value = getattr(args, key, default)
+            if value != default:
+                options[key] = value
+        if getattr(args, 'seg_dir', None):
+            options['seg_dir'] = osp.abspath(args.seg_dir)
+        if getattr(args, 'fg_seg', None):
+            options['fg_seg'] = [osp.abspath(p) for p in args.fg_seg]
+        return {'dense_options': options} if options else {}
+
     def run_report(self, inferencer) -> List[str]:
         source = getattr(inferencer, 'foreground', None)
         return source.report() if source is not None else []
@@ -118,11 +138,14 @@ class DenseTask(BaseTask):
 
     def default_inference_pipeline(self, cfg: Config) -> List[dict]:
         """Centred letterbox to the backbone's ``img_size`` (the official
-        test transform, ``int()`` sizes) and packing."""
+        test transform, ``int()`` sizes) and packing. A 4K backbone
+        (``use_tokenizer``) gets the even letterbox (``align=2``) its
+        half-resolution heads need (docs/4k.md)."""
         height, width = cfg.model.backbone.img_size
+        align = 2 if cfg.model.backbone.get('use_tokenizer') else 1
         return [
             dict(type='DenseResizePad', height=height, width=width,
-                 size_rounding='floor', resize_targets=False),
+                 size_rounding='floor', resize_targets=False, align=align),
             dict(type='PackDenseInputs', test_mode=True),
         ]
 
