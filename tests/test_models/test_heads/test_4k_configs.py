@@ -143,3 +143,16 @@ def test_pose_codec_matches_the_4k_head():
                if s['type'] == 'mmpose.GenerateTarget'][0]['encoder']
     assert encoder == codec
     assert cfg.model.backbone.with_cp
+
+
+def test_4k_model_refuses_an_input_not_divisible_by_64_with_the_rule():
+    """Pipelines letterbox / resize every photo to 4096x3072; a tensor
+    given to the model directly must be a multiple of the stride, 64."""
+    cfg = Config.fromfile(TASKS['normal'])
+    cfg.model.backbone.init_cfg = None
+    with torch.device('meta'):
+        model = MODELS.build(cfg.model)
+        with pytest.raises(ValueError,
+                           match=r'1000 x 752 is not divisible by '
+                           r'patch_size x window_size = 64'):
+            model._forward(torch.empty(1, 3, 1000, 752), None)
