@@ -138,7 +138,11 @@ def test_fsdp_equals_ddp_with_weight_decay_and_layer_groups(runs):
     assert groups(fsdp_raw) == groups(ddp_raw)
     assert len(ddp_raw['param_groups']) == 8  # 4 layer ids x (decay, none)
     assert sum(g['weight_decay'] > 0 for g in ddp_raw['param_groups']) == 4
-    assert_same_tensors(fsdp_model, ddp_model)
+    # AdamW turns last-bit gradient differences (FSDP pre/post-divides the
+    # reduce-scatter, DDP averages after the all-reduce) into ~1e-6 steps of
+    # near-zero-gradient elements; weight decay off would move parameters
+    # by lr * wd * |p| ~ 1e-3 per step, the updates themselves are ~3e-2
+    assert_same_tensors(fsdp_model, ddp_model, atol=1e-5)
     for name in ddp_optim:
         for key in ('exp_avg', 'exp_avg_sq'):
             torch.testing.assert_close(fsdp_optim[name][key].float(),

@@ -406,6 +406,22 @@ def test_estimate_memory_counts_saved_activations_once():
     assert out.shape == (5, 4)
 
 
+def test_estimate_memory_under_fsdp_shards_the_state(tmp_path):
+    seg = osp.join(REPO_DIR, 'configs', 'seg',
+                   'sapiens2-1b-4k_8xb2-80k_seg29-4096x3072.py')
+    fsdp = osp.join(REPO_DIR, 'configs', '_base_', 'strategies',
+                    'fsdp_bf16.py')
+    leaf = tmp_path / 'seg_4k_fsdp.py'
+    leaf.write_text(f'_base_ = [{seg!r}, {fsdp!r}]\n')
+    plain = estimate_memory.main([seg])
+    sharded = estimate_memory.main([str(leaf), '--world-size', '8'])
+    # 16 B / param over 8 GPUs, bf16 parameters gathered per unit
+    assert sharded['state_gb'] == pytest.approx(
+        plain['params'] * 16 / 8 / 1024**3)
+    assert sharded['per_sample_gb'] == pytest.approx(plain['per_sample_gb'])
+    assert sharded['max_batch'] > plain['max_batch']
+
+
 def test_estimate_memory_of_the_4k_and_1k_configs(capsys):
     four_k = estimate_memory.main([osp.join(
         REPO_DIR, 'configs', 'seg', 'sapiens2-1b-4k_8xb2-80k_seg29-4096x3072.py')])
