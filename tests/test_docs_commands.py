@@ -45,6 +45,8 @@ SEG_1B = osp.join(REPO_DIR, 'configs', 'seg',
                   'sapiens2-1b_8xb8-20k_seg29-1024x768.py')
 
 CUDA = 'needs a CUDA GPU'
+TINY_4K_TRAIN = 'tests/test_tools/test_tiny_4k_training.py::' \
+    'test_tiny_4k_config_learns_and_tests_at_the_original_size'
 SLURM = 'needs a Slurm cluster (srun)'
 DIST = 'tests/test_tools/test_distributed.py::' \
        'test_two_process_gloo_train_and_eval_match_single_process'
@@ -298,6 +300,32 @@ COVERAGE = {
     'data/coco/annotations/coco_wholebody_val_v1.0.json '
     'data/coco/annotations/coco_wholebody_val_308.json':
         ('test', 'test_wholebody_to_308_converter'),
+    # 4K models (docs/4k.md).
+    'python tools/analysis_tools/get_flops.py --arch sapiens2_1b_4k': (
+        'test', 'tests/test_tools/test_analysis_tools.py::'
+        'test_get_flops_4k_backbone_params_and_macs'),
+    'python tools/analysis_tools/estimate_memory.py '
+    'configs/seg/sapiens2-1b-4k_8xb2-80k_seg29-4096x3072.py': (
+        'test', 'tests/test_tools/test_analysis_tools.py::'
+        'test_estimate_memory_of_the_4k_and_1k_configs'),
+    'tools/dist_train.sh configs/seg/'
+    'sapiens2-1b-4k_8xb2-80k_seg29-4096x3072.py 8': ('reason', (
+        'full-size 1B-4K training on 8 GPUs with the official 4K pretrain '
+        'file; the same 4K path (tokenizer, 2K head, 2K labels) trains in '
+        'tests/test_tools/test_tiny_4k_training.py, dist_train.sh runs in '
+        + DIST + ', and the config builds and runs (tiny variant) in '
+        'tests/test_all_configs_inference.py')),
+    'python tools/infer.py seg '
+    'configs/seg/sapiens2-1b-4k_8xb2-80k_seg29-4096x3072.py '
+    'work_dirs/seg_4k/iter_80000.pth --input photos/ --output out/seg_4k': (
+        'test', 'tests/test_all_configs_inference.py::'
+        'test_infer_cli_on_a_bundled_photo'),
+    'python tools/train.py configs/seg/'
+    'sapiens2-tiny-4k_1xb2-30_seg29sample-256x192.py': (
+        'test', TINY_4K_TRAIN),
+    'python tools/train.py configs/normal/'
+    'sapiens2-tiny-4k_1xb2-30_densesample-256x192.py': (
+        'test', TINY_4K_TRAIN),
 }
 
 

@@ -30,7 +30,13 @@ def register_all_modules(init_default_scope: bool = True) -> None:
             which to install.
     """
     import importlib
+
+    from .upstream_notices import silence_upstream_warnings
     require_mmcv()
+    # build_loss / pkg_resources notices of the pinned stack, matched by
+    # message and emitting module (upstream_notices.py); tools that build
+    # models without a Runner (infer, export) print them otherwise
+    silence_upstream_warnings()
     for name in ALL_MODULES:
         importlib.import_module(name)
     if not init_default_scope:

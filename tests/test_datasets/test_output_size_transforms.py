@@ -1,4 +1,6 @@
 """4K pipelines: even letterbox, targets and intrinsics at the 2K output."""
+import os.path as osp
+
 import numpy as np
 import pytest
 
@@ -116,3 +118,73 @@ def test_seg_label_comes_down_to_the_output_size():
     with pytest.raises(ValueError, match='7x6'):
         _build(type='SegLabelToOutputSize', scale=0.5)(
             dict(img=np.zeros((7, 6, 3), np.uint8), gt_seg_map=label))
+
+
+def test_4k_pointmap_training_sample_is_consistent_in_the_output_frame():
+    """The shipped 4K pointmap training pipeline on a bundled scene: the 2K
+    target with the packed cam_K gives the intrinsics-consistency loss 0
+    (it compares X, Y with (u - cx) Z / fx on the 2K pixel grid); with the
+    4096x3072 input's intrinsics it would not."""
+    import torch
+    from mmengine.config import Config
+
+    from sapiens2_mm.registry import DATASETS, MODELS
+    from tests.conftest import DATA_DIR, REPO_DIR
+    cfg = Config.fromfile(osp.join(
+        REPO_DIR, 'configs', 'pointmap',
+        'sapiens2-1b-4k_8xb1-120k_pointmap-4096x3072.py'))
+    dataset_cfg = cfg.train_dataloader.dataset
+    dataset_cfg.data_root = osp.join(DATA_DIR, 'dense_sample')
+    np.random.seed(0)
+    sample = DATASETS.build(dataset_cfg)[0]
+    assert tuple(sample['inputs'].shape) == (3, 4096, 3072)
+    data = sample['data_samples']
+    target = data.gt_pointmap.data[None].float()
+    mask = data.gt_mask.data[None].bool()
+    assert tuple(target.shape[-2:]) == (2048, 1536) and mask.any()
+    K = torch.as_tensor(np.asarray(data.cam_K), dtype=torch.float32)[None]
+    loss = MODELS.build(dict(type='PointmapIntrinsicsConsistencyLoss'))
+    mean_z = target[:, 2][mask[:, 0]].mean()
+    assert loss(target, target, mask, intrinsics=K) < 1e-4 * mean_z
+    input_K = K.clone()
+    input_K[:, :2] *= 2  # the input frame: twice the focal / centre
+    assert loss(target, target, mask, intrinsics=input_K) > 0.1 * mean_z
+    # the canonical focal is the output width: 1536 / fx of the 2K frame
+    assert data.canonical_scale == pytest.approx(1536 / float(K[0, 0, 0]))
+
+
+@pytest.mark.parametrize('h,w,height,width,align', [
+    (60, 85, 100, 200, 1),  # padding (29, 30)
+    (85, 58, 256, 192, 2),  # 4K-style even letterbox: (8, 10)
+])
+def test_flip_test_view_of_an_uneven_letterbox_maps_back_exactly(
+        h, w, height, width, align):
+    """Flip test: the letterboxed image is mirrored, so its padding is too.
+    The mirrored view of a coordinate image, used as its own 'prediction'
+    (at half size for the 4K case), must map back onto the original pixel
+    coordinates (it was one letterbox pixel off before)."""
+    import torch
+
+    from sapiens2_mm.models.heads.dense.letterbox import to_original_size
+    v, u = np.mgrid[0:h, 0:w].astype(np.float32)
+    results = dict(img=np.stack([u, v, np.ones_like(u)], -1),
+                   img_shape=(h, w), ori_shape=(h, w))
+    results = _build(type='DenseResizePad', height=height, width=width,
+                     size_rounding='floor', resize_targets=False,
+                     align=align)(results)
+    before = results['padding_size']
+    results = _build(type='DenseRandomFlip', prob=1.0,
+                     flip_targets=False)(results)
+    left, right, top, bottom = before
+    assert results['padding_size'] == (right, left, top, bottom)
+    assert left != right  # the uneven case
+    pred = torch.from_numpy(results['img']).permute(2, 0, 1)[None].float()
+    if align == 2:  # the 4K heads' half-size output
+        pred = torch.nn.functional.interpolate(
+            pred, scale_factor=0.5, mode='bilinear', align_corners=False)
+    meta = dict(padding_size=results['padding_size'], flip=True,
+                flip_direction='horizontal', ori_shape=(h, w),
+                img_shape=results['img_shape'])
+    out = to_original_size(pred, meta, negate_x=False)[0].numpy()
+    # away from the borders, the mirrored-back u channel is each pixel's u
+    assert np.abs(out - u)[4:-4, 4:-4].max() < 0.05

@@ -141,6 +141,20 @@ def test_letterboxed_prediction_crop_padding():
         _run([_case(gt, padded, 'img.png')])
 
 
+def test_half_size_prediction_crops_the_input_padding_scaled():
+    """A 4K-style prediction at half the 16x20 input: the input's padding
+    (4, 4, 0, 0) is 2 prediction pixels on each side."""
+    gt = random_unit((8, 6))
+    pred = rotate_by(gt, 12.0)
+    padded = torch.zeros(3, 8, 10)
+    padded[2] = 1.0
+    padded[:, :, 2:8] = pred
+    case = _case(gt, padded, meta=dict(padding_size=(4, 4, 0, 0),
+                                       img_shape=(16, 20)))
+    res = _run([case], pred_resize='crop_padding')
+    assert res['normal_mae'] == pytest.approx(12.0, abs=1e-3)
+
+
 def test_bad_input_errors_name_the_sample():
     gt = random_unit((4, 4))
     with pytest.raises(ValueError, match=r'bad\.png: gt_mask has shape'):

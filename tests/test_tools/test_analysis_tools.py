@@ -27,10 +27,16 @@ print_config = _tool('print_config')
 analyze_logs = _tool('analyze_logs')
 browse_dataset = _tool('browse_dataset')
 benchmark_label_resize = _tool('benchmark_label_resize')
+estimate_memory = _tool('estimate_memory')
 
 
-def _analytic_macs(arch, h, w, patch=16, prefix=9):
-    """Linear+conv and attention MACs of a Sapiens2 backbone, by formula."""
+def _analytic_macs(arch, h, w, patch=16, prefix=9, tokenizer=False,
+                   window=4):
+    """Linear+conv and attention MACs of a Sapiens2 backbone, by formula.
+
+    With ``tokenizer`` (the 4K stem): MHSA blocks on every window of
+    ``window`` x ``window`` patches plus its CLS token, then the trunk on
+    the window grid."""
     from sapiens2_mm.models.backbones.arch_zoo import (
         num_kv_heads_of_block,
         resolve_arch,
@@ -40,9 +46,16 @@ def _analytic_macs(arch, h, w, patch=16, prefix=9):
                              s['feedforward_channels'])
     hd = c // heads
     grid = (h // patch) * (w // patch)
-    n = grid + prefix
     linear = grid * c * 3 * patch * patch  # patch-embed conv
     attention = 0
+    if tokenizer:
+        grid //= window * window
+        tokens = window * window + 1
+        linear += s['num_tokenizer_layers'] * grid * tokens * (
+            4 * c * c + 3 * c * ffn)
+        attention += s['num_tokenizer_layers'] * grid * 2 * heads * \
+            tokens**2 * hd
+    n = grid + prefix
     for i in range(layers):
         kv = num_kv_heads_of_block(i, layers, heads) * hd
         linear += n * (2 * c * c + 2 * c * kv + c * 2 * ffn + ffn * c)
@@ -67,6 +80,23 @@ def test_get_flops_official_sizes_params_and_macs(arch):
     assert result['linear_macs'] == linear
     assert result['attention_macs'] == attention
     assert result['flops'] == 2 * (linear + attention)
+
+
+def test_get_flops_4k_backbone_params_and_macs(capsys):
+    """The 1B-4K entry: the tokenizer runs 4 MHSA blocks on each of the
+    64 x 48 windows of 4 x 4 patches (17 tokens with the CLS), then the 1b
+    trunk on the window grid; by formula, exactly."""
+    result = get_flops.main(['--arch', 'sapiens2_1b_4k'])
+    assert 'sapiens2_1b_4k  input 1x3x4096x3072' in capsys.readouterr().out
+    assert result['params'] == 1_606_588_928  # reference (official code)
+    assert result['shape'] == (4096, 3072)
+    linear, attention = _analytic_macs('sapiens2_1b', 4096, 3072,
+                                       tokenizer=True)
+    assert (result['linear_macs'], result['attention_macs']) == (linear,
+                                                                 attention)
+    # the trunk sees the token count of a 1024x768 input
+    _, trunk_attention = _analytic_macs('sapiens2_1b', 1024, 768)
+    assert attention > trunk_attention
 
 
 def test_get_flops_01b_close_to_model_card():
@@ -113,8 +143,9 @@ def test_get_flops_runs_on_every_shipped_config(config, capsys):
     assert osp.basename(config) in capsys.readouterr().out
     backbone = Config.fromfile(osp.join(REPO_DIR, config)).model.backbone
     h, w = result['shape']
-    linear, attention = _analytic_macs(backbone.arch, h, w,
-                                       backbone.get('patch_size', 16))
+    linear, attention = _analytic_macs(
+        backbone.arch, h, w, backbone.get('patch_size', 16),
+        tokenizer=backbone.get('use_tokenizer', False))
     assert result['attention_macs'] == attention
     assert result['linear_macs'] >= linear
     assert result['flops'] == 2 * (result['linear_macs'] +
@@ -350,3 +381,93 @@ def test_benchmark_cpu_stages_counts_every_item(config, capsys, monkeypatch):
     assert f'4 photos (320x240), {items} prepared items' in out
     assert out.count('decode + prepare') == 2
     assert out.count('draw + encode') == 2
+
+
+def test_estimate_memory_counts_saved_activations_once():
+    """Parameters are not activations; a view is counted with its base;
+    the fused attention keeps q, k, v, out and a float32 log-sum-exp."""
+    import torch
+    weight = torch.nn.Parameter(torch.randn(8, 4))
+    recorder = estimate_memory.SavedBytes([weight])
+    a = torch.randn(5, 8, requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(recorder.pack,
+                                                  lambda t: t):
+        out = (a @ weight).relu()  # saves a (and weight), relu's output
+        (a.view(40) * a.view(40)).sum()  # views of a: no new memory
+    assert recorder.bytes == {'other': (5 * 8 + 5 * 4) * 4}
+    recorder = estimate_memory.SavedBytes([])
+    q = torch.randn(1, 2, 6, 4, requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(recorder.pack,
+                                                  lambda t: t), \
+            estimate_memory.fused_attention():
+        torch.nn.functional.scaled_dot_product_attention(q, q, q)
+    # q (= k = v, one tensor), out, lse; never the 6x6 score matrix
+    assert recorder.bytes == {'other': (2 * 48 + 12) * 4}
+    assert out.shape == (5, 4)
+
+
+def test_estimate_memory_under_fsdp_shards_the_state(tmp_path):
+    seg = osp.join(REPO_DIR, 'configs', 'seg',
+                   'sapiens2-1b-4k_8xb2-80k_seg29-4096x3072.py')
+    fsdp = osp.join(REPO_DIR, 'configs', '_base_', 'strategies',
+                    'fsdp_bf16.py')
+    leaf = tmp_path / 'seg_4k_fsdp.py'
+    leaf.write_text(f'_base_ = [{seg!r}, {fsdp!r}]\n')
+    plain = estimate_memory.main([seg])
+    sharded = estimate_memory.main([str(leaf), '--world-size', '8'])
+    # 16 B / param over 8 GPUs, bf16 parameters gathered per unit
+    assert sharded['state_gb'] == pytest.approx(
+        plain['params'] * 16 / 8 / 1024**3)
+    assert sharded['per_sample_gb'] == pytest.approx(plain['per_sample_gb'])
+    assert sharded['max_batch'] > plain['max_batch']
+
+
+def test_estimate_memory_of_the_4k_and_1k_configs(capsys):
+    four_k = estimate_memory.main([osp.join(
+        REPO_DIR, 'configs', 'seg', 'sapiens2-1b-4k_8xb2-80k_seg29-4096x3072.py')])
+    text = capsys.readouterr().out
+    assert 'input 4096x3072, activations bfloat16' in text
+    one_k = estimate_memory.main([osp.join(
+        REPO_DIR, 'configs', 'seg', 'sapiens2-1b_8xb8-20k_seg29-1024x768.py')])
+    # AdamW fp32 state (16 B) + autocast's bf16 weight copy (2 B) per param
+    for r in (four_k, one_k):
+        assert r['state_gb'] == pytest.approx(r['params'] * 18 / 1024**3)
+    # the trunk sees the same 64x48 grid; the 4K cost is the tokenizer
+    # (recomputed per chunk of 1024 windows) and the 2K head
+    assert four_k['parts_gb']['trunk blocks'] == pytest.approx(
+        one_k['parts_gb']['trunk blocks'])
+    assert four_k['parts_gb']['tokenizer'] > 0 and 'tokenizer' not in \
+        one_k['parts_gb']
+    assert four_k['parts_gb']['head'] > 3 * one_k['parts_gb']['head']
+    assert 1 <= four_k['max_batch'] < one_k['max_batch']
+    # pose (mmpose's forward needs data samples) and fp32 pointmap run too
+    pose = estimate_memory.main([osp.join(
+        REPO_DIR, 'configs', 'pose',
+        'sapiens2-1b-4k_8xb1-140k_sapiens308-4096x3072.py')])
+    assert pose['dtype'] == 'bfloat16' and pose['with_cp']
+    pointmap = estimate_memory.main([osp.join(
+        REPO_DIR, 'configs', 'pointmap',
+        'sapiens2-1b-4k_8xb1-120k_pointmap-4096x3072.py')])
+    assert pointmap['dtype'] == 'float32'
+    assert pointmap['state_gb'] == pytest.approx(
+        pointmap['params'] * 16 / 1024**3)
+
+
+def test_all_archs_table_in_the_docs_is_the_tools_output():
+    """docs/train_test.md shows `get_flops.py --all-archs`, 4K row included
+    (the docs round the card's 1.26 as 1.260)."""
+    table = get_flops.all_archs_table().splitlines()[2:]
+    assert len(table) == len(get_flops.MODEL_CARD)
+    with open(osp.join(REPO_DIR, 'docs', 'train_test.md')) as f:
+        docs = f.read()
+    for row in table:
+        cells = [c.strip() for c in row.strip('|').split('|')]
+        documented = [line for line in docs.splitlines()
+                      if line.startswith(f'| {cells[0]} |')]
+        assert len(documented) == 1, cells[0]
+        doc_cells = [c.strip() for c in documented[0].strip('|').split('|')]
+        assert doc_cells[:5] == cells[:5]
+        assert doc_cells[5] == cells[5] or float(doc_cells[5]) == float(
+            cells[5])
+    assert table[-1].startswith('| sapiens2_1b_4k (4096x3072) | '
+                                '1,606,588,928 | 1.607 | 27.197 | 12.421 | - |')

@@ -75,3 +75,22 @@ def test_quiet_logger_keeps_the_dumps_in_the_file(tmp_path):
     assert (tmp_path / 'run.log').read_text() == (
         'Config:\nmodel = dict(type="X")\nIter 1\n')
     assert len(logger.filters) == 1
+
+
+def test_model_building_outside_a_runner_is_quiet_too():
+    """tools/infer.py builds models without a Runner: register_all_modules
+    installs the warning filters, so mmseg's build_loss notice is gone."""
+    from mmengine.config import Config
+
+    from sapiens2_mm.registry import MODELS
+    from sapiens2_mm.utils import register_all_modules
+    from tests.conftest import REPO_DIR
+    cfg = Config.fromfile(f'{REPO_DIR}/configs/seg/'
+                          'sapiens2-tiny_1xb2-30_seg29sample-128x96.py')
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.resetwarnings()
+        warnings.simplefilter('always')
+        register_all_modules()
+        MODELS.build(cfg.model)
+    messages = [str(w.message) for w in caught]
+    assert not any('build_loss' in m for m in messages), messages

@@ -26,7 +26,9 @@ log-sum-exp are kept, never the (N, N) score matrix (the meta device would
 otherwise take the math path, which keeps it).
 
 Model state is 16 bytes per parameter (fp32 weights and gradients, AdamW's two
-moments); FSDP (``strategy`` in the config) divides it by ``--world-size``.
+moments), plus 2 for autocast's bf16 weight copy in bf16 training; FSDP
+(``strategy`` in the config) divides the 16 bytes by ``--world-size`` and
+gathers bf16 parameters one unit at a time (no full copy).
 Activations use 2 bytes per element for bf16 training (``AmpOptimWrapper``
 with bfloat16 or an FSDP bf16 ``mixed_precision``), else 4. Not counted: the
 loss's own intermediate maps (a few output-sized float32 maps), the
@@ -217,8 +219,10 @@ def estimate(cfg, shape: Optional[Tuple[int, int]] = None,
         block_peak = 0
     sharded = cfg.get('strategy') is not None
     state = params * 16 / (world_size if sharded else 1)
-    if dtype == torch.bfloat16:
-        state += params * 2  # autocast's bf16 copy of the fp32 weights
+    if dtype == torch.bfloat16 and not sharded:
+        # autocast's bf16 copy of the fp32 weights (FSDP's mixed precision
+        # gathers bf16 parameters one unit at a time instead)
+        state += params * 2
 
     def peak(batch: int) -> float:
         # a recomputed segment (one block for the whole batch, or one

@@ -4,6 +4,7 @@ Usage::
 
     python tools/analysis_tools/get_flops.py CONFIG [--shape H W]
     python tools/analysis_tools/get_flops.py --arch sapiens2_0.1b [--shape H W]
+    python tools/analysis_tools/get_flops.py --arch sapiens2_1b_4k
     python tools/analysis_tools/get_flops.py --all-archs
 
 The model is built on torch's ``meta`` device, so even the 5B model needs no
@@ -29,7 +30,13 @@ MODEL_CARD = {
     'sapiens2_0.8b': (0.818, 2.592),
     'sapiens2_1b': (1.462, 4.715),
     'sapiens2_5b': (5.071, 15.722),
+    # the 1B-4K model (sapiens2_1b + the windowed tokenizer) at 4096 x 3072;
+    # the card gives no FLOPs for it
+    'sapiens2_1b_4k': (1.607, None),
 }
+# Backbones that are an official arch built another way, and their input.
+VARIANTS = {'sapiens2_1b_4k': (dict(arch='sapiens2_1b', use_tokenizer=True),
+                               (4096, 3072))}
 ATTENTION_OPS = ('bmm', 'baddbmm', 'scaled_dot_product')
 DEFAULT_SHAPE = (1024, 768)
 
@@ -114,6 +121,12 @@ def _drop_pretrained(cfg) -> None:
 
 
 def backbone_cfg(arch: str) -> dict:
+    """A bare backbone: an official arch at 1024 x 768, or a variant of
+    :data:`VARIANTS` (``sapiens2_1b_4k``: tokenizer on, 4096 x 3072)."""
+    if arch in VARIANTS:
+        settings, shape = VARIANTS[arch]
+        return dict(type='Sapiens2', out_type='featmap', img_size=shape,
+                    init_cfg=None, **settings)
     return dict(type='Sapiens2', arch=arch, out_type='featmap',
                 img_size=DEFAULT_SHAPE, init_cfg=None)
 
@@ -146,10 +159,12 @@ def all_archs_table(shape=None) -> str:
     rows = ['| arch | params | card params (B) | FLOPs (T, 2xMACs) | '
             'MACs linear+conv (T) | card TFLOPs |', '|---|---|---|---|---|---|']
     for arch, (card_params, card_flops) in MODEL_CARD.items():
-        r = count(backbone_cfg(arch), shape)
-        rows.append(f'| {arch} | {r["params"]:,} | {card_params} | '
+        r = count(backbone_cfg(arch), None if arch in VARIANTS else shape)
+        name = arch if arch not in VARIANTS else (
+            f'{arch} ({r["shape"][0]}x{r["shape"][1]})')
+        rows.append(f'| {name} | {r["params"]:,} | {card_params} | '
                     f'{r["flops"] / 1e12:.3f} | {r["linear_macs"] / 1e12:.3f} '
-                    f'| {card_flops} |')
+                    f'| {"-" if card_flops is None else card_flops} |')
     return '\n'.join(rows)
 
 

@@ -138,11 +138,14 @@ class DenseTask(BaseTask):
 
     def default_inference_pipeline(self, cfg: Config) -> List[dict]:
         """Centred letterbox to the backbone's ``img_size`` (the official
-        test transform, ``int()`` sizes) and packing."""
+        test transform, ``int()`` sizes) and packing. A 4K backbone
+        (``use_tokenizer``) gets the even letterbox (``align=2``) its
+        half-resolution heads need (docs/4k.md)."""
         height, width = cfg.model.backbone.img_size
+        align = 2 if cfg.model.backbone.get('use_tokenizer') else 1
         return [
             dict(type='DenseResizePad', height=height, width=width,
-                 size_rounding='floor', resize_targets=False),
+                 size_rounding='floor', resize_targets=False, align=align),
             dict(type='PackDenseInputs', test_mode=True),
         ]
 

@@ -98,8 +98,13 @@ class PretrainReconstructionVisHook(Hook):
                       views)[:self.num_images]
             generator = torch.Generator(device=images.device)
             generator.manual_seed(self.seed)
-            out = model.reconstruct(images, self.mask_ratio,
-                                    generator=generator)
+            # through the wrapper (DDP / FSDP): every rank runs this, and
+            # FSDP units must gather their shards (upstream: FSDP1 leaves
+            # root-unit parameters sharded outside the root's forward)
+            out = runner.model(images, mode='reconstruct',
+                               mask_ratio=self.mask_ratio,
+                               generator=generator)
+            out = dict(pred=out['pred'].float(), mask=out['mask'])
         # Without normalisation the preprocessor has no mean/std buffers.
         preprocessor = model.data_preprocessor
         mean = getattr(preprocessor, 'mean', torch.zeros(3, 1, 1))

@@ -194,6 +194,18 @@ class Sapiens2Pretrainer(BaseSelfSupervisor):
         losses['teacher_sample_entropy'] = sample_entropy
         return losses
 
+    def forward(self, inputs, data_samples=None, mode: str = 'tensor',
+                **kwargs):
+        """mmpretrain's modes ('tensor', 'loss'), plus ``'reconstruct'``:
+        :meth:`reconstruct` of ``inputs`` (``kwargs``: ``mask_ratio``,
+        ``generator``). Called through the model wrapper, so that under FSDP
+        the units gather their parameters and inputs get the compute dtype
+        (calling ``reconstruct`` on the unwrapped model there reads sharded
+        parameters)."""
+        if mode == 'reconstruct':
+            return self.reconstruct(inputs, **kwargs)
+        return super().forward(inputs, data_samples, mode)
+
     def reconstruct(self, images: torch.Tensor,
                     mask_ratio: Optional[float] = None,
                     generator: Optional[torch.Generator] = None

@@ -143,3 +143,36 @@ def test_pose_codec_matches_the_4k_head():
                if s['type'] == 'mmpose.GenerateTarget'][0]['encoder']
     assert encoder == codec
     assert cfg.model.backbone.with_cp
+
+
+def test_4k_model_refuses_an_input_not_divisible_by_64_with_the_rule():
+    """Pipelines letterbox / resize every photo to 4096x3072; a tensor
+    given to the model directly must be a multiple of the stride, 64."""
+    cfg = Config.fromfile(TASKS['normal'])
+    cfg.model.backbone.init_cfg = None
+    with torch.device('meta'):
+        model = MODELS.build(cfg.model)
+        with pytest.raises(ValueError,
+                           match=r'1000 x 752 is not divisible by '
+                           r'patch_size x window_size = 64'):
+            model._forward(torch.empty(1, 3, 1000, 752), None)
+
+
+def test_init_model_refuses_a_1k_task_checkpoint_for_a_4k_config(tmp_path):
+    """The task-checkpoint route (init_model, tools/test.py, infer.py): a 1K
+    seg checkpoint into the 4K seg config (tiny variants of both) is refused
+    naming the tokenizer, and the reverse too."""
+    from sapiens2_mm.apis import init_model
+    from sapiens2_mm.utils import CheckpointMismatchError
+    from tests.tiny_variants import random_checkpoint, tiny_variant
+    one_k = tiny_variant(ONE_K['seg'], str(tmp_path))
+    four_k = tiny_variant(TASKS['seg'], str(tmp_path))
+    one_k_ckpt = random_checkpoint(one_k, str(tmp_path / '1k.pth'))
+    four_k_ckpt = random_checkpoint(four_k, str(tmp_path / '4k.pth'))
+    with pytest.raises(CheckpointMismatchError,
+                       match=r'1K checkpoint for a 4K model.*'
+                       r'backbone\.tokenizer\.local_pos_embed'):
+        init_model(four_k, one_k_ckpt)
+    with pytest.raises(CheckpointMismatchError,
+                       match='4K checkpoint for a 1K model'):
+        init_model(one_k, four_k_ckpt)

@@ -11,7 +11,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ....models.heads.dense.letterbox import smooth_for_enlargement
+from ....models.heads.dense.letterbox import (
+    output_padding,
+    smooth_for_enlargement,
+)
 
 #: How a prediction whose size differs from its ground truth is treated.
 #: 'error': raise (the estimator returns predictions at the original size);
@@ -129,7 +132,13 @@ def match_size(pred: torch.Tensor, size: Tuple[int, int], sample: Any,
             pred = prepare(pred)
         pad = read_meta(sample, 'padding_size')
         if pad is not None:
-            left, right, top, bottom = (int(v) for v in pad)
+            # padding of the network input; a smaller prediction (the 4K
+            # heads: half) crops it in its own pixels
+            net = read_meta(sample, 'img_shape')
+            net = pred.shape[-2:] if net is None else tuple(
+                int(v) for v in net)[:2]
+            left, right, top, bottom = output_padding(pad, net,
+                                                      pred.shape[-2:])
             h, w = pred.shape[-2:]
             if left + right >= w or top + bottom >= h:
                 raise ValueError(
