@@ -151,3 +151,40 @@ def test_4k_pointmap_training_sample_is_consistent_in_the_output_frame():
     assert loss(target, target, mask, intrinsics=input_K) > 0.1 * mean_z
     # the canonical focal is the output width: 1536 / fx of the 2K frame
     assert data.canonical_scale == pytest.approx(1536 / float(K[0, 0, 0]))
+
+
+@pytest.mark.parametrize('h,w,height,width,align', [
+    (60, 85, 100, 200, 1),  # padding (29, 30)
+    (85, 58, 256, 192, 2),  # 4K-style even letterbox: (8, 10)
+])
+def test_flip_test_view_of_an_uneven_letterbox_maps_back_exactly(
+        h, w, height, width, align):
+    """Flip test: the letterboxed image is mirrored, so its padding is too.
+    The mirrored view of a coordinate image, used as its own 'prediction'
+    (at half size for the 4K case), must map back onto the original pixel
+    coordinates (it was one letterbox pixel off before)."""
+    import torch
+
+    from sapiens2_mm.models.heads.dense.letterbox import to_original_size
+    v, u = np.mgrid[0:h, 0:w].astype(np.float32)
+    results = dict(img=np.stack([u, v, np.ones_like(u)], -1),
+                   img_shape=(h, w), ori_shape=(h, w))
+    results = _build(type='DenseResizePad', height=height, width=width,
+                     size_rounding='floor', resize_targets=False,
+                     align=align)(results)
+    before = results['padding_size']
+    results = _build(type='DenseRandomFlip', prob=1.0,
+                     flip_targets=False)(results)
+    left, right, top, bottom = before
+    assert results['padding_size'] == (right, left, top, bottom)
+    assert left != right  # the uneven case
+    pred = torch.from_numpy(results['img']).permute(2, 0, 1)[None].float()
+    if align == 2:  # the 4K heads' half-size output
+        pred = torch.nn.functional.interpolate(
+            pred, scale_factor=0.5, mode='bilinear', align_corners=False)
+    meta = dict(padding_size=results['padding_size'], flip=True,
+                flip_direction='horizontal', ori_shape=(h, w),
+                img_shape=results['img_shape'])
+    out = to_original_size(pred, meta, negate_x=False)[0].numpy()
+    # away from the borders, the mirrored-back u channel is each pixel's u
+    assert np.abs(out - u)[4:-4, 4:-4].max() < 0.05

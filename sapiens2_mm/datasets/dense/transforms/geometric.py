@@ -165,6 +165,12 @@ class DenseRandomFlip(BaseTransform):
     set) only the image and its intrinsics ``cam_K`` are mirrored; targets,
     ``gt_cam_K`` and the extrinsics are left as they are.
 
+    After a letterbox (the flip test flips the letterboxed image) the
+    recorded ``padding_size`` is mirrored too: the left padding becomes the
+    right one. Otherwise an odd letterbox (left one pixel narrower than
+    right) would be cropped one pixel off before the prediction is mirrored
+    back.
+
     Args:
         prob: probability of flipping (0.3).
         flip_targets: also flip the targets, ``gt_cam_K`` and extrinsics.
@@ -182,6 +188,9 @@ class DenseRandomFlip(BaseTransform):
             return results
         width = results['img'].shape[1]
         results['img'] = np.ascontiguousarray(results['img'][:, ::-1])
+        if results.get('padding_size') is not None:
+            left, right, top, bottom = results['padding_size']
+            results['padding_size'] = (right, left, top, bottom)
         update_cameras(results, lambda K: flip_intrinsics(K, width),
                        targets_moved=self.flip_targets)
         if not self.flip_targets:
