@@ -83,8 +83,9 @@ class DenseTask(BaseTask):
             raise ValueError('--seg-dir and --fg-seg both give the '
                              'foreground; use one of them.')
         if seg_dir is not None and not osp.isdir(seg_dir):
-            raise NotADirectoryError(f'--seg-dir {seg_dir!r} is not a '
-                                     'folder.')
+            raise NotADirectoryError(
+                f'--seg-dir {seg_dir!r} is not a folder; give the folder of '
+                'the masks (e.g. the output folder of tools/infer.py seg).')
         post = {option: getattr(args, option)
                 for option, _, _ in self.postprocess_flags.values()
                 if getattr(args, option, None) is not None}
