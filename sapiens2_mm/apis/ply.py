@@ -11,7 +11,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..utils.output_paths import temporary_path
+from ..utils.atomic_file import temporary_path
 
 VERTEX_DTYPE = np.dtype([('x', '<f4'), ('y', '<f4'), ('z', '<f4'),
                          ('red', 'u1'), ('green', 'u1'), ('blue', 'u1')])

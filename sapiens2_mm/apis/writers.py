@@ -7,7 +7,7 @@
   an input file or onto a file another frame of the run wrote.
 * Every file is written to a temporary name and renamed when complete, so an
   interrupted run leaves no half-written image or array under a final name.
-  The temporary name (:func:`~sapiens2_mm.utils.output_paths.temporary_path`:
+  The temporary name (:func:`~sapiens2_mm.utils.atomic_file.temporary_path`:
   hidden, random, created exclusively) is never an input's or another
   output's name: ``a.partial.png`` is a possible photo.
 * :class:`TaskWriter` is what a task registers to write its per-frame files
@@ -21,7 +21,7 @@ from typing import Dict, List, Optional
 import cv2
 import numpy as np
 
-from ..utils.output_paths import temporary_path
+from ..utils.atomic_file import temporary_path
 from .inputs import Frame, FrameReader
 
 

@@ -1,12 +1,12 @@
-"""Write an output file under a temporary name and rename it when complete.
+"""Write a file under a temporary name and rename it when complete.
 
-A converter that writes its output in place can destroy its own input (the
-same file, a symlink or a hard link to it: a memory-mapped ``.safetensors``
+The one implementation of temporary-then-rename writing in the package. A
+tool that writes its output in place can destroy its own input (the same
+file, a symlink or a hard link to it: a memory-mapped ``.safetensors``
 truncated under its reader ends in a bus error) and leaves a half-written
-file when interrupted. :func:`atomic_output` writes next to the target under
-a hidden unique name and renames only a complete file, with the permissions
-a plain ``open()`` would have given it (``safetensors`` and ``mkstemp``
-create files ``0600``).
+file when interrupted. Writing under :func:`temporary_path` and renaming
+with :func:`finish_file` (or both through :func:`atomic_output`) means the
+target is always either the old file or the complete new one.
 """
 import os
 import os.path as osp
@@ -14,9 +14,14 @@ import tempfile
 from contextlib import contextmanager
 from typing import Iterator
 
-from .work_dir import fsync_path
 
-PART_SUFFIX = '.part'
+def fsync_path(path: str) -> None:
+    """Flush a file (or a directory entry table) to the disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def default_file_mode() -> int:
@@ -26,19 +31,34 @@ def default_file_mode() -> int:
     return 0o666 & ~mask
 
 
-def temp_beside(path: str) -> str:
-    """Create and return an empty hidden file ``.<name>.<random>.part`` in
-    ``path``'s folder (a name no tool reads or writes otherwise)."""
-    folder = osp.dirname(osp.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f'.{osp.basename(path)}.',
-                               suffix=PART_SUFFIX)
+def temporary_path(path: str) -> str:
+    """A new, empty temporary file next to ``path`` to write it under.
+
+    The name, ``.<name>.<random>.partial<ext>``, is hidden, random and created
+    exclusively (``tempfile.mkstemp``), so it is never an existing file, an
+    input or another output (``a.partial.png`` is a possible photo name; the
+    temporary of ``a.png`` must not be it). It keeps ``path``'s extension so
+    encoders that choose the format by name (``cv2.imwrite``,
+    ``cv2.VideoWriter``) work on it, and has the mode a plain ``open()``
+    would give (umask applied; ``mkstemp`` creates ``0600``), which writers
+    that truncate it keep. Rename it onto ``path`` when complete.
+    """
+    folder, name = osp.split(osp.abspath(path))
+    ext = osp.splitext(name)[1]
+    fd, tmp = tempfile.mkstemp(prefix=f'.{name}.', suffix=f'.partial{ext}',
+                               dir=folder)
     os.close(fd)
+    os.chmod(tmp, default_file_mode())
     return tmp
 
 
 def finish_file(tmp: str, path: str) -> str:
-    """Give ``tmp`` :func:`default_file_mode`, flush it to the disk and
-    rename it onto ``path``. Returns ``path``."""
+    """Give ``tmp`` :func:`default_file_mode` (``safetensors`` writes
+    ``0600``), flush it to the disk and rename it onto ``path``.
+
+    Returns:
+        ``path``.
+    """
     os.chmod(tmp, default_file_mode())
     fsync_path(tmp)
     os.replace(tmp, path)
@@ -53,16 +73,20 @@ def discard(tmp: str) -> None:
 
 @contextmanager
 def atomic_output(path: str) -> Iterator[str]:
-    """Yield a temporary path in ``path``'s folder (:func:`temp_beside`);
-    rename it onto ``path`` when the block ends without an error
-    (:func:`finish_file`), delete it otherwise.
-
-    So ``path`` is always either the old file or the complete new one.
-    """
-    tmp = temp_beside(path)
+    """Yield a :func:`temporary_path` for ``path``; rename it onto ``path``
+    when the block ends without an error (:func:`finish_file`), delete it
+    otherwise."""
+    tmp = temporary_path(path)
     try:
         yield tmp
         finish_file(tmp, path)
     except BaseException:
         discard(tmp)
         raise
+
+
+def write_text_atomic(path: str, text: str) -> None:
+    """Replace ``path`` by ``text`` so readers see the old or the new content."""
+    with atomic_output(path) as tmp:
+        with open(tmp, 'w') as f:
+            f.write(text)

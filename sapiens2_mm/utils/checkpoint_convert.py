@@ -11,7 +11,7 @@ from typing import Iterable, Mapping, Optional
 import torch
 
 from ..version import __version__
-from .atomic_file import atomic_output, discard, finish_file, temp_beside
+from .atomic_file import atomic_output, discard, finish_file, temporary_path
 from .checkpoint import read_checkpoint
 from .official_keys import detect_task, official_to_package, package_to_official
 from .output_paths import OutputPathError, check_output_file, same_file
@@ -163,7 +163,7 @@ def publish_checkpoint(src: str, dst: str) -> str:
             f'{src!r} is not an mmengine checkpoint (no "state_dict" entry).')
     for key in TRAINING_STATE_KEYS:
         checkpoint.pop(key, None)
-    tmp = temp_beside(stem + ext)
+    tmp = temporary_path(stem + ext)
     try:
         with open(tmp, 'wb') as f:
             # a file object: the zip's root folder is 'archive' whatever the

@@ -100,29 +100,6 @@ def check_outside_folders(path: str, folders: Iterable[str],
     return path
 
 
-def temporary_path(path: str) -> str:
-    """A new, empty temporary file next to ``path`` to write it under.
-
-    The name, ``.<name>.<random>.partial<ext>``, is hidden, random and created
-    exclusively (``tempfile.mkstemp``), so it is never an existing file, an
-    input or another output (``a.partial.png`` is a possible photo name; the
-    temporary of ``a.png`` must not be it). It keeps ``path``'s extension so
-    encoders that choose the format by name (``cv2.imwrite``,
-    ``cv2.VideoWriter``) work on it, and the mode a plain ``open()`` would
-    give (umask applied), which writers that truncate it keep. Rename it onto
-    ``path`` when complete.
-    """
-    from .atomic_file import default_file_mode
-    folder, name = osp.split(osp.abspath(path))
-    ext = osp.splitext(name)[1]
-    fd, tmp = tempfile.mkstemp(prefix=f'.{name}.', suffix=f'.partial{ext}',
-                               dir=folder)
-    os.close(fd)
-    # mkstemp creates 0600; the output keeps the mode open() would give it
-    os.chmod(tmp, default_file_mode())
-    return tmp
-
-
 def free_name(path: str, index: int) -> str:
     """``path`` for ``index`` 0, else ``<root>_<index><ext>``."""
     if not index:

@@ -18,25 +18,6 @@ LAST_CHECKPOINT = 'last_checkpoint'
 CHECKPOINT_NAME = re.compile(r'^(iter|epoch)_(\d+)\.pth$')
 
 
-def fsync_path(path: str) -> None:
-    """Flush a file (or a directory entry table) to the disk."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def write_text_atomic(path: str, text: str) -> None:
-    """Replace ``path`` by ``text`` so readers see the old or the new content."""
-    tmp = f'{path}.part'
-    with open(tmp, 'w') as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 def checkpoint_problem(path: str) -> Optional[str]:
     """Why ``path`` is not a complete torch checkpoint; None when it reads.
 

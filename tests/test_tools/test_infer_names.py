@@ -76,8 +76,7 @@ def test_temporary_name_is_never_a_photo_name(tmp_path, capsys):
 
 
 def test_temporary_path_is_new_hidden_and_keeps_the_extension(tmp_path):
-    from sapiens2_mm.utils.atomic_file import default_file_mode
-    from sapiens2_mm.utils.output_paths import temporary_path
+    from sapiens2_mm.utils.atomic_file import default_file_mode, temporary_path
     (tmp_path / 'a.partial.png').write_bytes(b'photo')
     tmp = temporary_path(str(tmp_path / 'a.png'))
     name = osp.basename(tmp)

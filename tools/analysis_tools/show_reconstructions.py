@@ -182,21 +182,18 @@ def main(argv=None) -> List[str]:
     import cv2
 
     from sapiens2_mm.utils import register_all_modules
+    from sapiens2_mm.utils.atomic_file import atomic_output
     from sapiens2_mm.utils.cli_errors import user_errors_as_exit
-    from sapiens2_mm.utils.output_paths import check_writable_dir
+    from sapiens2_mm.utils.output_paths import check_outside_folders, check_writable_dir
     register_all_modules()
     with user_errors_as_exit():
         photos = list_photos(args.input)
         if not photos:
             raise FileNotFoundError(f'No photos in {args.input}.')
-        out_real = osp.realpath(args.output_dir)
-        for item in args.input:
-            folder = osp.realpath(item if osp.isdir(item) else
-                                  osp.dirname(item) or '.')
-            if out_real == folder or out_real.startswith(folder + os.sep):
-                raise ValueError(
-                    f'--output-dir {args.output_dir!r} is (inside) the input '
-                    f'folder {folder!r}; give another folder.')
+        check_outside_folders(
+            args.output_dir,
+            [item if osp.isdir(item) else osp.dirname(item) or '.'
+             for item in args.input], '--output-dir')
         out_dir = check_writable_dir(args.output_dir, '--output-dir')
         model, cfg = load_pretrainer(args.config, args.checkpoint,
                                      args.device)
@@ -216,10 +213,9 @@ def main(argv=None) -> List[str]:
                                              args.mask_ratio, args.seed)
         titles = [f'masked ({ratio:.0%} hidden)', 'reconstruction', 'input']
         drawing = compose(panels(grid, size[0]), titles, args.min_height)
-        tmp = osp.join(out_dir, f'.{stem}_reconstruction.part.png')
-        if not cv2.imwrite(tmp, drawing):
-            raise SystemExit(f'error: could not write {path!r}.')
-        os.replace(tmp, path)
+        with atomic_output(path) as tmp:
+            if not cv2.imwrite(tmp, drawing):
+                raise SystemExit(f'error: could not write {path!r}.')
         written.append(path)
         print(f'{photo}: hidden-patch MSE {mse:.4f} -> {path}')
     print(f'Wrote {len(written)} reconstruction(s) to {out_dir}'

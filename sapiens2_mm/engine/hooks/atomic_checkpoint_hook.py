@@ -25,7 +25,8 @@ from mmengine.fileio.backends import LocalBackend
 from mmengine.hooks import CheckpointHook
 
 from ...registry import HOOKS
-from ...utils.work_dir import LAST_CHECKPOINT, fsync_path, write_text_atomic
+from ...utils.atomic_file import fsync_path, write_text_atomic
+from ...utils.work_dir import LAST_CHECKPOINT
 
 PART_SUFFIX = '.part'
 

@@ -108,7 +108,8 @@ class DenseVisualizationHook(Hook):
     def _write(path: str, image) -> str:
         """Write ``image`` under ``path`` or the first free name after it;
         returns the name written."""
-        from ...utils.output_paths import rename_no_clobber, temporary_path
+        from ...utils.atomic_file import temporary_path
+        from ...utils.output_paths import rename_no_clobber
         if not cv2.haveImageWriter(path):
             path = path + '.png'
         tmp = temporary_path(path)
