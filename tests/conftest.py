@@ -22,6 +22,18 @@ def _registered_scope():
 
 
 @pytest.fixture
+def one_torch_thread():
+    """Run the test with one torch thread (restored after): tiny models run
+    several times faster than with threads fighting other processes for a
+    shared CPU. Use as ``pytestmark = pytest.mark.usefixtures(...)``."""
+    import torch
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture
 def parity_file():
     """Path of a file in tests/data/official_parity."""
     return lambda name: osp.join(PARITY_DIR, name)

@@ -27,14 +27,8 @@ MAIN_METRIC = {'normal': 'normal_mae', 'pointmap': 'l2_mean',
 NUM_IMAGES = 4  # tests/data/dense_sample
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models: one thread is several times faster than two threads
-    fighting other processes for a shared CPU."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+# tiny models: one thread avoids oversubscribing a shared CPU
+pytestmark = pytest.mark.usefixtures('one_torch_thread')
 
 
 def _untrained_checkpoint(cfg_path, path):

@@ -26,13 +26,8 @@ DENSE = osp.join(DATA_DIR, 'dense_sample', 'rgb')
 SCALE = 2.0  # the pointmap scale the fixture's checkpoint predicts
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models: one thread avoids oversubscribing a shared CPU."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+# tiny models: one thread avoids oversubscribing a shared CPU
+pytestmark = pytest.mark.usefixtures('one_torch_thread')
 
 
 @pytest.fixture(scope='module')

@@ -22,12 +22,8 @@ SAMPLE = osp.join(DATA_DIR, 'dense_sample')
 SIZE = (160, 120)  # (W, H) of the test photos
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+# tiny models: one thread avoids oversubscribing a shared CPU
+pytestmark = pytest.mark.usefixtures('one_torch_thread')
 
 
 def _mask(i):

@@ -9,7 +9,6 @@ import sys
 import cv2
 import numpy as np
 import pytest
-import torch
 
 from tests.conftest import DATA_DIR, REPO_DIR
 from tests.test_apis.tiny_configs import tiny_config
@@ -21,12 +20,8 @@ COCO = osp.join(DATA_DIR, 'coco_sample')
 PHOTOS = ('000000040083.jpg', '000000197388.jpg', '000000000785.jpg')
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+# tiny models: one thread avoids oversubscribing a shared CPU
+pytestmark = pytest.mark.usefixtures('one_torch_thread')
 
 
 def _photo(path, index=0, size=(64, 48)):

@@ -18,12 +18,8 @@ import infer  # noqa: E402
 INFER = osp.join(REPO_DIR, 'tools', 'infer.py')
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+# tiny models: one thread avoids oversubscribing a shared CPU
+pytestmark = pytest.mark.usefixtures('one_torch_thread')
 
 
 @pytest.fixture
