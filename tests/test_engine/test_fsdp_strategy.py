@@ -43,6 +43,17 @@ pytestmark = pytest.mark.slow
 def _worker(rank, world, port, tool, argv, env):
     # forked after the parent used torch's thread pool: stay single-threaded
     torch.set_num_threads(1)
+    # A fork also inherits the parent's mmengine visualizer instances. The
+    # workflow config names its visualizer 'visualizer', and get_instance
+    # returns an existing instance of that name: after an earlier in-process
+    # run in this pytest worker, the child's scalars.json went to that run's
+    # folder (the full suite failed here, the file alone passed).
+    from mmengine.visualization import Visualizer
+    stack = [Visualizer]
+    while stack:
+        cls = stack.pop()
+        cls._instance_dict.clear()
+        stack.extend(cls.__subclasses__())
     os.environ.update(env, MASTER_ADDR='127.0.0.1', MASTER_PORT=str(port),
                       RANK=str(rank), WORLD_SIZE=str(world),
                       LOCAL_RANK=str(rank))
