@@ -213,6 +213,21 @@ def stage_parity(args, work):
     return rows
 
 
+def short_run(batch, data, iters) -> str:
+    """Config lines of a short training run: no validation, no schedule, a
+    log line every iteration and one checkpoint at the end."""
+    return f'''train_dataloader = dict(batch_size={batch}, num_workers=2,
+                        persistent_workers=False, dataset={data})
+train_cfg = dict(max_iters={iters}, val_interval=10000)
+val_cfg = None
+val_dataloader = None
+val_evaluator = None
+param_scheduler = []
+default_hooks = dict(logger=dict(interval=1),
+                     checkpoint=dict(interval={iters}, max_keep_ckpts=1))
+'''
+
+
 def train_leaf(args, work, task):
     """A leaf config of the 0.4b (or tiny) ``task`` config on the samples."""
     if args.dry_run:
@@ -232,16 +247,7 @@ def train_leaf(args, work, task):
     return write(osp.join(work, f'{task}.py'), f'''
 _base_ = [{osp.join(ROOT, base)!r}]
 model = dict(backbone=dict(init_cfg=None))
-train_dataloader = dict(batch_size={batch}, num_workers=2,
-                        persistent_workers=False, dataset={data})
-train_cfg = dict(max_iters={iters}, val_interval=10000)
-val_cfg = None
-val_dataloader = None
-val_evaluator = None
-param_scheduler = []
-default_hooks = dict(logger=dict(interval=1),
-                     checkpoint=dict(interval={iters}, max_keep_ckpts=1))
-'''), iters
+''' + short_run(batch, data, iters)), iters
 
 
 def stage_train(args, work, task):
@@ -276,16 +282,7 @@ _base_ = [{osp.join(ROOT, base)!r}, {strategy!r}]
 model = dict(backbone=dict(init_cfg=None))
 strategy = dict(activation_checkpointing=dict(
     check_fn='sapiens2_block_checkpoint_fn'))
-train_dataloader = dict(batch_size={batch}, num_workers=2,
-                        persistent_workers=False, dataset={data})
-train_cfg = dict(max_iters={iters}, val_interval=10000)
-val_cfg = None
-val_dataloader = None
-val_evaluator = None
-param_scheduler = []
-default_hooks = dict(logger=dict(interval=1),
-                     checkpoint=dict(interval={iters}, max_keep_ckpts=1))
-''')
+''' + short_run(batch, data, iters))
     return leaf
 
 
