@@ -90,7 +90,7 @@ VISBACKENDS = Registry(
     locations=['sapiens2_mm.visualization'])
 
 # One description per task (config recognition, dataset meta, checkpoint keys,
-# inferencer, writers, visualiser, show hook) for init_model, tools/infer.py and
+# inferencer, writers, visualizer, show hook) for init_model, tools/infer.py and
 # tools/test.py. mmengine has no root for these, so this node has no parent and
 # is not part of ALL_REGISTRIES.
 TASKS = Registry('task', scope=SCOPE, locations=['sapiens2_mm.apis.tasks'])

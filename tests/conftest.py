@@ -39,6 +39,44 @@ def parity_file():
     return lambda name: osp.join(PARITY_DIR, name)
 
 
+def official_output_sets(name: str) -> list:
+    """The official code's outputs for ``tiny18_<name>_io.safetensors``'s
+    input, one list per official run (``output_0``, ``output_1``, ...).
+
+    The dense decoders amplify float32 rounding, so the official code itself
+    gives outputs 1.0-2.1e-5 apart on two x86 CPUs with the same torch
+    (tests/data/official_parity/README.md); a second run's outputs are kept in
+    ``tiny18_<name>_io_run2.safetensors``. A reimplementation matches when it
+    is within the bar of one of the official runs.
+    """
+    import glob
+
+    from safetensors.torch import load_file
+    paths = [osp.join(PARITY_DIR, f'tiny18_{name}_io.safetensors')]
+    paths += sorted(glob.glob(
+        osp.join(PARITY_DIR, f'tiny18_{name}_io_run*.safetensors')))
+    sets = []
+    for path in paths:
+        io = load_file(path)
+        sets.append([io[k] for k in sorted(io) if k.startswith('output_')])
+    return sets
+
+
+def max_diff_to_official(outputs, name: str) -> float:
+    """Max abs difference of ``outputs`` (a tensor or a tuple of tensors,
+    in the official order) to the nearest official run
+    (:func:`official_output_sets`)."""
+    outs = outputs if isinstance(outputs, (tuple, list)) else (outputs, )
+    diffs = []
+    for expected in official_output_sets(name):
+        assert len(outs) == len(expected), (len(outs), len(expected))
+        for got, ref in zip(outs, expected):
+            assert got.shape == ref.shape, (got.shape, ref.shape)
+        diffs.append(max((got - ref).abs().max().item()
+                         for got, ref in zip(outs, expected)))
+    return min(diffs)
+
+
 @pytest.fixture
 def repo_path():
     """Path relative to the repository root."""

@@ -118,7 +118,7 @@ def test_infer_cli_on_a_bundled_photo(config, tmp_path):
                      PHOTO, '--output', str(out)])
     assert rc == 0
     stem = osp.splitext(osp.basename(PHOTO))[0]
-    assert (out / osp.basename(PHOTO)).is_file()  # the visualisation
+    assert (out / osp.basename(PHOTO)).is_file()  # the visualization
     if task == 'pose':
         data = read_json(out / 'out_predictions.json')
         assert data['num_keypoints'] == expected_keypoints(config)

@@ -7,7 +7,7 @@
 
 TASK is any registered task (``python tools/infer.py -h`` lists them; each
 task's options: ``python tools/infer.py TASK -h``). Outputs (docs/inference.md):
-visualisations under the input names (one .mp4 per input video) and the task's
+visualizations under the input names (one .mp4 per input video) and the task's
 files (pose: ``<label>_predictions.json``; seg: ``<stem>_seg.npy``). Every
 finished frame is recorded in ``inference_index.jsonl`` at once: an
 interrupted run keeps its work and the same command continues it. Unreadable
@@ -42,7 +42,7 @@ def _add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--flip-test', action='store_true',
                         help='average with the mirrored input')
     parser.add_argument('--no-vis', action='store_true',
-                        help='do not write visualisations')
+                        help='do not write visualizations')
     parser.add_argument('--compile', action='store_true',
                         help='torch.compile the network (first batches '
                         'slower; eager with a warning without a compiler)')
@@ -52,7 +52,7 @@ def _add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--workers', type=int, default=None,
                         help='threads decoding photos and cutting crops, '
                         'and threads drawing and encoding the '
-                        'visualisations (default: half the cores, 1 to 4)')
+                        'visualizations (default: half the cores, 1 to 4)')
     parser.add_argument('--serial', action='store_true',
                         help='one thread: no decoding / writing overlapped '
                         'with the network (debugging)')

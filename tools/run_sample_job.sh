@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job on a fresh machine: set up .venv, then train a tiny Sapiens2 pose
 # model on the bundled COCO sample people (CPU), evaluate it with COCO keypoint AP
-# and write visualisations. Prints where everything went.
+# and write visualizations. Prints where everything went.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup_env.sh
@@ -19,4 +19,4 @@ echo "Done. Training log: $work_dir; checkpoint: $checkpoint"
 echo "Metrics: $work_dir/test/test_metrics.json; predictions: $work_dir/test/predictions.pkl"
 python -c "import json, sys; m = json.load(open(sys.argv[1])); print('  COCO AP %.3f  AR %.3f' % (m['coco/AP'], m['coco/AR']))" \
   "$work_dir/test/test_metrics.json"
-echo "Visualisations: $work_dir/test/vis"
+echo "Visualizations: $work_dir/test/vis"

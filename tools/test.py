@@ -50,7 +50,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument(
         '--out', help='dump the raw predictions to this .pkl file')
     parser.add_argument(
-        '--show-dir', help='write visualisations of the predictions here')
+        '--show-dir', help='write visualizations of the predictions here')
     parser.add_argument(
         '--tta', action='store_true',
         help='test-time augmentation: wrap the model in the config\'s '
@@ -152,12 +152,12 @@ def check_show_folder(images_dir: str, inputs: List[str]) -> None:
 
 
 def enable_show_dir(cfg: Config, show_dir: str) -> str:
-    """Switch the task's visualisation hook on, writing under ``show_dir``.
+    """Switch the task's visualization hook on, writing under ``show_dir``.
 
     The config's task (its registered description) knows its hook: pose uses
     mmpose's PoseVisualizationHook (``show_dir/<image>``), seg mmseg's
     SegVisualizationHook (``show_dir/vis_data/vis_image/<image>``). A config
-    without a visualisation hook gets the task's default one.
+    without a visualization hook gets the task's default one.
 
     The drawings keep the image names, so a folder inside the test data (or
     the image folder itself) or one holding files is refused before anything
@@ -258,7 +258,7 @@ def main(argv: Optional[List[str]] = None) -> dict:
         print(json.dumps(plain))
         print(f'Metrics written to {path}')
         if getattr(args, 'show_images_dir', None):
-            print(f'Visualisations written to {args.show_images_dir}')
+            print(f'Visualizations written to {args.show_images_dir}')
     return metrics
 
 

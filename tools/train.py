@@ -297,7 +297,7 @@ def prepare_cpu_distributed(cfg: Config) -> None:
 
     mmengine's ``init_dist`` calls ``torch.cuda.set_device`` unconditionally
     and wraps DDP with ``device_ids=[LOCAL_RANK]``; both fail without a GPU.
-    Here the process group is initialised first (the Runner then skips its own
+    Here the process group is initialized first (the Runner then skips its own
     init) and DDP gets ``device_ids=None``, as torch requires for CPU modules.
     """
     import torch.distributed as torch_dist

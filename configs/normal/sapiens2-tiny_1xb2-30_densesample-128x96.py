@@ -1,7 +1,7 @@
 # Tiny Sapiens2 surface-normal model that trains on the bundled synthetic
 # scenes (tests/data/dense_sample, 4 ray-cast scenes at 256x192 with exact
 # normals, letterboxed to 128x96) on a CPU in seconds: a smoke test of the whole recipe (data,
-# head, official losses, metric, visualisation), not a model to use.
+# head, official losses, metric, visualization), not a model to use.
 #   python tools/train.py configs/normal/sapiens2-tiny_1xb2-30_densesample-128x96.py
 default_scope = 'sapiens2_mm'
 _base_ = ['../_base_/default_runtime.py']

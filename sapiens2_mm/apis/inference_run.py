@@ -2,7 +2,7 @@
 
 Generic over tasks: everything task-specific comes from the task's registered
 description (:class:`~sapiens2_mm.apis.tasks.BaseTask`): its inferencer
-arguments, its writer, its visualiser and its end-of-run report.
+arguments, its writer, its visualizer and its end-of-run report.
 
 What is guaranteed (docs/inference.md, "What is guaranteed"):
 
@@ -217,7 +217,7 @@ def _echo_summary(summary: RunSummary, args, index_path: str, sink: FrameSink,
     for line in summary.lines:
         echo(line)
     if not args.no_vis:
-        echo(f'visualisations: {len(sink.written)} file(s)')
+        echo(f'visualizations: {len(sink.written)} file(s)')
     if summary.warnings:
         echo(f'warnings for {len(summary.warnings)} input(s) (processed):')
         for path, reason in summary.warnings:

@@ -97,7 +97,7 @@ def init_model(config: ConfigType,
         The model in eval mode on ``device`` with ``model.cfg`` (the config),
         ``model.task`` (a registered task name, see
         :mod:`sapiens2_mm.apis.tasks`) and ``model.dataset_meta`` (the task's
-        meta: keypoint names/colours/skeleton/flip indices for pose;
+        meta: keypoint names/colors/skeleton/flip indices for pose;
         ``classes`` / ``palette`` for seg).
     """
     cfg = load_config(config)

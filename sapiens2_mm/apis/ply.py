@@ -1,4 +1,4 @@
-"""Write and read coloured point clouds as PLY files.
+"""Write and read colored point clouds as PLY files.
 
 The files are ``binary_little_endian 1.0`` with one ``vertex`` element of
 ``float x, y, z`` (metres, OpenCV camera frame: x right, y down, z forward)
@@ -18,7 +18,7 @@ VERTEX_DTYPE = np.dtype([('x', '<f4'), ('y', '<f4'), ('z', '<f4'),
 
 
 def ply_header(num_points: int) -> bytes:
-    """The header of a binary PLY with ``num_points`` coloured vertices."""
+    """The header of a binary PLY with ``num_points`` colored vertices."""
     return ('ply\n'
             'format binary_little_endian 1.0\n'
             'comment sapiens2_mm pointmap, metres, OpenCV camera frame\n'
@@ -29,7 +29,7 @@ def ply_header(num_points: int) -> bytes:
 
 
 def write_ply(path: str, points: np.ndarray, colors_rgb: np.ndarray) -> str:
-    """Write (N, 3) points and (N, 3) uint8 RGB colours atomically.
+    """Write (N, 3) points and (N, 3) uint8 RGB colors atomically.
 
     Raises:
         ValueError: mismatched or mis-shaped arrays.
@@ -39,7 +39,7 @@ def write_ply(path: str, points: np.ndarray, colors_rgb: np.ndarray) -> str:
     if points.ndim != 2 or points.shape[1] != 3 or \
             colors_rgb.shape != points.shape:
         raise ValueError(
-            f'write_ply needs (N, 3) points and (N, 3) colours, got '
+            f'write_ply needs (N, 3) points and (N, 3) colors, got '
             f'{points.shape} and {colors_rgb.shape}.')
     vertices = np.empty(len(points), VERTEX_DTYPE)
     for i, axis in enumerate('xyz'):
@@ -60,7 +60,7 @@ def write_ply(path: str, points: np.ndarray, colors_rgb: np.ndarray) -> str:
 
 def pointmap_to_cloud(pointmap: np.ndarray, image_bgr: np.ndarray,
                       step: int = 1, foreground: Optional[np.ndarray] = None):
-    """Points and RGB colours of every ``step``-th pixel with a finite point
+    """Points and RGB colors of every ``step``-th pixel with a finite point
     in front of the camera (z > 0), in the foreground when a mask is given.
 
     Args:
@@ -70,7 +70,7 @@ def pointmap_to_cloud(pointmap: np.ndarray, image_bgr: np.ndarray,
         foreground: (H, W) bool mask, or None (every pixel).
 
     Returns:
-        ``(points (N, 3) float32, colours (N, 3) uint8 RGB)``.
+        ``(points (N, 3) float32, colors (N, 3) uint8 RGB)``.
     """
     if step < 1:
         raise ValueError(f'The point cloud step must be >= 1, got {step}.')

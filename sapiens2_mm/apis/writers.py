@@ -54,7 +54,7 @@ def _within(path: str, folder: str) -> bool:
 def check_output_outside_inputs(out_dir: str, reader: FrameReader) -> None:
     """Refuse an output folder that is an input folder or inside one.
 
-    Visualisations keep the input file names, so writing them into an input
+    Visualizations keep the input file names, so writing them into an input
     folder would replace the photos.
 
     Raises:
@@ -183,8 +183,8 @@ class OutputLayout:
         """``<out>/<stem><suffix>``, e.g. ``out/cam1/0001_seg.npy``."""
         return self.path(frame.stem + suffix, frame.name)
 
-    def visualisation_path(self, frame: Frame) -> str:
-        """``<out>/<name>``: the visualisation keeps the input's name."""
+    def visualization_path(self, frame: Frame) -> str:
+        """``<out>/<name>``: the visualization keeps the input's name."""
         return self.path(frame.name, frame.name)
 
     def relative(self, path: str) -> str:
@@ -193,7 +193,7 @@ class OutputLayout:
 
 
 class FrameSink:
-    """Writes visualisations: image files, or one video per input video.
+    """Writes visualizations: image files, or one video per input video.
 
     A video is written under a hidden temporary name
     (``.<stem>.mp4.<random>.partial.mp4``) and renamed to ``<stem>.mp4`` by
@@ -214,7 +214,7 @@ class FrameSink:
         worker encoded them already.
         """
         if frame.video_name is None:
-            path = write_image(self.layout.visualisation_path(frame), image,
+            path = write_image(self.layout.visualization_path(frame), image,
                                encoded)
             self.written.append(path)
             return path

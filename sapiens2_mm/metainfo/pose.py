@@ -29,7 +29,7 @@ _PAPER_INFO = dict(
 
 
 def load_keypoints308_json(path: str = KEYPOINTS308_JSON) -> dict:
-    """The raw exported table (names, colours, swaps, skeleton, sigmas, groups)."""
+    """The raw exported table (names, colors, swaps, skeleton, sigmas, groups)."""
     with open(path) as f:
         return json.load(f)
 

@@ -1,14 +1,14 @@
-"""Colour images of dense predictions: normals, depth, albedo.
+"""Color images of dense predictions: normals, depth, albedo.
 
 Conventions (the official demos' drawings):
 
 * normals: ``(n + 1) / 2 * 255`` with x -> red, y -> green, z -> blue;
-* depth: inverse depth through the turbo colour map between a near and a far
+* depth: inverse depth through the turbo color map between a near and a far
   bound (near = red, far = blue); invalid depth (non-finite or <= 0) black;
 * albedo: ``255 * clamp(a, 0, 1)``.
 
 With a foreground mask (the official demos' ``--seg_dir``), the background
-of a drawing is a flat colour (normals black, albedo and depth grey 100, as
+of a drawing is a flat color (normals black, albedo and depth grey 100, as
 the official demos) or the photo (``background='photo'``, the demos'
 ``--no-black-background``); a depth drawing's bounds then come from the
 foreground only.
@@ -19,7 +19,7 @@ the nearest level instead (at most one level brighter; the 8-bit image is
 then the closest to the float map).
 
 All functions return (H, W, 3) uint8 **BGR** images (what ``cv2.imwrite``
-expects), so a written PNG shows the colours above.
+expects), so a written PNG shows the colors above.
 """
 from typing import Optional, Tuple
 
@@ -31,21 +31,21 @@ DEPTH_CLAMP = (0.1, 250.0)
 # ... and takes them from the 1st / 99th percentiles of the valid depth.
 DEPTH_PERCENTILES = (1.0, 99.0)
 LEGEND_HEIGHT = 24
-#: How float colours in [0, 255] become 8-bit (see the module docstring).
+#: How float colors in [0, 255] become 8-bit (see the module docstring).
 ROUNDINGS = ('truncate', 'round')
 #: What the background of a masked drawing shows.
-BACKGROUNDS = ('colour', 'photo')
-#: The official demos' background colours (BGR) per drawn field.
-BACKGROUND_COLOURS = {'pred_normal': (0, 0, 0),
+BACKGROUNDS = ('color', 'photo')
+#: The official demos' background colors (BGR) per drawn field.
+BACKGROUND_COLORS = {'pred_normal': (0, 0, 0),
                       'pred_depth': (100, 100, 100),
                       'pred_albedo': (100, 100, 100)}
 
 
 def mask_background(drawing: np.ndarray, foreground: Optional[np.ndarray],
-                    image: np.ndarray, colour: Tuple[int, int, int],
-                    background: str = 'colour') -> np.ndarray:
+                    image: np.ndarray, color: Tuple[int, int, int],
+                    background: str = 'color') -> np.ndarray:
     """``drawing`` (H, W, 3) with the pixels outside ``foreground`` (H, W)
-    set to ``colour`` or, with ``background='photo'``, to ``image``'s.
+    set to ``color`` or, with ``background='photo'``, to ``image``'s.
 
     Raises:
         ValueError: an unknown ``background`` or a mask of another size.
@@ -60,12 +60,12 @@ def mask_background(drawing: np.ndarray, foreground: Optional[np.ndarray],
                          f'the drawing {drawing.shape[:2]}.')
     out = drawing.copy()
     back = ~foreground
-    out[back] = image[back] if background == 'photo' else colour
+    out[back] = image[back] if background == 'photo' else color
     return out
 
 
 def to_uint8(levels: np.ndarray, rounding: str = 'truncate') -> np.ndarray:
-    """Float colour levels -> uint8, clipped to [0, 255], by ``rounding``."""
+    """Float color levels -> uint8, clipped to [0, 255], by ``rounding``."""
     if rounding == 'round':
         levels = np.round(levels)
     elif rounding != 'truncate':
@@ -120,7 +120,7 @@ def depth_range(depth: np.ndarray,
 
 def depth_to_bgr(depth: np.ndarray,
                  bounds: Optional[Tuple[float, float]] = None) -> np.ndarray:
-    """(H, W) metric depth -> (H, W, 3) uint8 BGR turbo colours of the
+    """(H, W) metric depth -> (H, W, 3) uint8 BGR turbo colors of the
     inverse depth between ``bounds`` (default :func:`depth_range`)."""
     out = np.zeros(depth.shape + (3, ), np.uint8)
     bounds = depth_range(depth) if bounds is None else bounds
@@ -132,14 +132,14 @@ def depth_to_bgr(depth: np.ndarray,
     inv[valid] = 1.0 / np.clip(depth[valid], near, far)
     t = (inv - 1.0 / far) / (1.0 / near - 1.0 / far)
     levels = np.round(np.clip(t, 0, 1) * 255).astype(np.uint8)
-    colour = cv2.applyColorMap(levels, cv2.COLORMAP_TURBO)
-    out[valid] = colour[valid]
+    color = cv2.applyColorMap(levels, cv2.COLORMAP_TURBO)
+    out[valid] = color[valid]
     return out
 
 
 def depth_legend(width: int, bounds: Optional[Tuple[float, float]]
                  ) -> np.ndarray:
-    """(24, W, 3) strip: the colour bar from near (left) to far (right) with
+    """(24, W, 3) strip: the color bar from near (left) to far (right) with
     the two bounds written in metres."""
     strip = np.zeros((LEGEND_HEIGHT, width, 3), np.uint8)
     if bounds is None:
@@ -174,13 +174,13 @@ def side_by_side(image: np.ndarray, *drawings: np.ndarray) -> np.ndarray:
     return np.concatenate(padded, axis=1)
 
 
-def colour_dense_field(name: str, value: np.ndarray, image: np.ndarray,
+def color_dense_field(name: str, value: np.ndarray, image: np.ndarray,
                        foreground: Optional[np.ndarray] = None,
-                       background: str = 'colour',
+                       background: str = 'color',
                        rounding: str = 'truncate',
                        bounds: Optional[Tuple[float, float]] = None
                        ) -> np.ndarray:
-    """(H, W, 3) uint8 BGR colours of one dense field (``pred_normal``,
+    """(H, W, 3) uint8 BGR colors of one dense field (``pred_normal``,
     ``pred_depth`` or ``pred_albedo``), background masked (module
     docstring). ``bounds``: the depth bounds (default from the foreground).
     """
@@ -193,20 +193,20 @@ def colour_dense_field(name: str, value: np.ndarray, image: np.ndarray,
             bounds = depth_range(value, foreground)
         drawing = depth_to_bgr(value, bounds)
     else:
-        raise ValueError(f'No colouring for {name!r}.')
+        raise ValueError(f'No coloring for {name!r}.')
     return mask_background(drawing, foreground, image,
-                           BACKGROUND_COLOURS[name], background)
+                           BACKGROUND_COLORS[name], background)
 
 
 def _depth_panel(depth_bgr: np.ndarray,
                  bounds: Optional[Tuple[float, float]]) -> np.ndarray:
-    """Depth colours with the colour bar under them."""
+    """Depth colors with the color bar under them."""
     return np.concatenate([depth_bgr,
                            depth_legend(depth_bgr.shape[1], bounds)], axis=0)
 
 
 def _normal_panel(normal_bgr: np.ndarray) -> np.ndarray:
-    """Normal colours with the colour key under them."""
+    """Normal colors with the color key under them."""
     from .legends import normal_key
     return np.concatenate([normal_bgr, normal_key(normal_bgr.shape[1])],
                           axis=0)
@@ -229,15 +229,15 @@ def draw_dense_prediction(image: np.ndarray, fields: dict,
                           gt_fields: Optional[dict] = None,
                           gt_mask: Optional[np.ndarray] = None,
                           foreground: Optional[np.ndarray] = None,
-                          background: str = 'colour',
+                          background: str = 'color',
                           rounding: str = 'truncate') -> np.ndarray:
     """``[image | prediction]``, or ``[image | prediction | ground truth]``
     when ``gt_fields`` holds the matching target, for whichever dense
     prediction ``fields`` holds, checked in the order ``pred_normal``,
     ``pred_depth``, ``pred_albedo``.
 
-    Normals get the colour key under them, depth its colour bar (prediction
-    and ground truth share the ground truth's bounds, so equal colours are
+    Normals get the color key under them, depth its color bar (prediction
+    and ground truth share the ground truth's bounds, so equal colors are
     equal depths). With ground truth the panels are titled and the ground
     truth is black outside ``gt_mask``.
 
@@ -249,7 +249,7 @@ def draw_dense_prediction(image: np.ndarray, fields: dict,
         gt_mask: (H, W) bool valid ground-truth pixels.
         foreground: (H, W) bool foreground of the prediction, or None (whole
             frame); depth bounds then come from the foreground.
-        background: ``'colour'`` (the official flat colours) or ``'photo'``
+        background: ``'color'`` (the official flat colors) or ``'photo'``
             outside the foreground.
         rounding: see :func:`to_uint8`.
 
@@ -258,12 +258,12 @@ def draw_dense_prediction(image: np.ndarray, fields: dict,
     """
     gt_fields = gt_fields or {}
 
-    def colour(name, value, bounds=None):
-        return colour_dense_field(name, value, image, foreground, background,
+    def color(name, value, bounds=None):
+        return color_dense_field(name, value, image, foreground, background,
                                   rounding, bounds)
 
     if fields.get('pred_normal') is not None:
-        pred = _normal_panel(colour('pred_normal', fields['pred_normal']))
+        pred = _normal_panel(color('pred_normal', fields['pred_normal']))
         gt = gt_fields.get('gt_normal')
         gt = None if gt is None else _masked(
             _normal_panel(normal_to_bgr(gt, rounding)), gt_mask)
@@ -275,11 +275,11 @@ def draw_dense_prediction(image: np.ndarray, fields: dict,
             gt = np.where(gt_mask, gt, 0.0) if gt_mask is not None else gt
         bounds = depth_range(gt) if gt is not None else depth_range(
             depth, foreground)
-        pred = _depth_panel(colour('pred_depth', depth, bounds), bounds)
+        pred = _depth_panel(color('pred_depth', depth, bounds), bounds)
         gt = None if gt is None else _depth_panel(depth_to_bgr(gt, bounds),
                                                   bounds)
     elif fields.get('pred_albedo') is not None:
-        pred = colour('pred_albedo', fields['pred_albedo'])
+        pred = color('pred_albedo', fields['pred_albedo'])
         gt = gt_fields.get('gt_albedo')
         gt = None if gt is None else _masked(albedo_to_bgr(gt, rounding),
                                              gt_mask)

@@ -1,5 +1,5 @@
-"""Keys drawn under the drawings: seg class names and colours, the normal
-colour code, and panel titles.
+"""Keys drawn under the drawings: seg class names and colors, the normal
+color code, and panel titles.
 
 Every function returns (h, W, 3) uint8 **BGR** strips whose height depends
 only on the width (and the class list), so every frame of a video gets the
@@ -25,7 +25,7 @@ def text_scale(width: int) -> float:
 
 def _put(canvas: np.ndarray, text: str, x: int, y: int, scale: float,
          color=WHITE) -> None:
-    """Text with a black outline (legible on any colour)."""
+    """Text with a black outline (legible on any color)."""
     thick = max(1, int(round(scale * 2)))
     cv2.putText(canvas, text, (x, y), FONT, scale, BLACK, thick + 2,
                 cv2.LINE_AA)
@@ -34,14 +34,14 @@ def _put(canvas: np.ndarray, text: str, x: int, y: int, scale: float,
 
 def class_legend(width: int, classes: Sequence[str], palette,
                  present: Optional[Sequence[int]] = None) -> np.ndarray:
-    """(h, width, 3) key of every class: a swatch of its palette colour and
+    """(h, width, 3) key of every class: a swatch of its palette color and
     its name, in index order, row by row (``h`` depends only on ``width`` and
     the names).
 
     Args:
         width: strip width in pixels.
         classes: class names (K).
-        palette: (K, 3) RGB colours (the metainfo convention).
+        palette: (K, 3) RGB colors (the metainfo convention).
         present: class indices in the drawing; the names of the others are
             drawn in grey (all white when None).
 
@@ -74,8 +74,8 @@ def class_legend(width: int, classes: Sequence[str], palette,
 
 
 def normal_key(width: int, height: int = LEGEND_HEIGHT) -> np.ndarray:
-    """(height, width, 3) key of the normal colours: a sphere as seen by
-    the camera, coloured like the normals (``(n + 1) / 2``, x -> red,
+    """(height, width, 3) key of the normal colors: a sphere as seen by
+    the camera, colored like the normals (``(n + 1) / 2``, x -> red,
     y -> green, z -> blue; OpenCV camera frame, so the visible side has
     ``n_z < 0``), and the axes written out."""
     strip = np.zeros((height, width, 3), np.uint8)

@@ -1,9 +1,9 @@
-"""Draw keypoints and skeletons with the colours of the dataset metainfo.
+"""Draw keypoints and skeletons with the colors of the dataset metainfo.
 
 Small cv2 code rather than mmpose's ``PoseLocalVisualizer``: that one draws
 through a matplotlib canvas, one primitive at a time, which is slow for 308
-keypoints over video frames; the geometry and colours here are the same
-(metainfo colours are RGB, the canvas is BGR).
+keypoints over video frames; the geometry and colors here are the same
+(metainfo colors are RGB, the canvas is BGR).
 """
 from typing import Optional
 

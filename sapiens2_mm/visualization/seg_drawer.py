@@ -17,7 +17,7 @@ import numpy as np
 
 
 def _bgr_table(palette, size: int) -> np.ndarray:
-    """(size, 3) uint8 BGR colours of ``palette`` (RGB), black beyond it."""
+    """(size, 3) uint8 BGR colors of ``palette`` (RGB), black beyond it."""
     table = np.zeros((size, 3), np.uint8)
     rgb = np.asarray(palette, dtype=np.uint8).reshape(-1, 3)
     table[:len(rgb)] = rgb[:, ::-1]
@@ -25,11 +25,11 @@ def _bgr_table(palette, size: int) -> np.ndarray:
 
 
 def colorize_labels(label_map: np.ndarray, palette) -> np.ndarray:
-    """(H, W) class indices -> (H, W, 3) uint8 BGR colours.
+    """(H, W) class indices -> (H, W, 3) uint8 BGR colors.
 
     Args:
         label_map: integer labels in ``[0, len(palette))``; others are black.
-        palette: (C, 3) RGB colours (the metainfo convention).
+        palette: (C, 3) RGB colors (the metainfo convention).
     """
     labels = np.asarray(label_map)
     num_colors = len(np.asarray(palette).reshape(-1, 3))
@@ -54,7 +54,7 @@ def blend(image: np.ndarray, colors: np.ndarray,
 
 def overlay_labels(image: np.ndarray, label_map: np.ndarray, palette,
                    opacity: float = 0.5) -> np.ndarray:
-    """``(1 - opacity) * image + opacity * colours``, uint8 BGR (H, W, 3)."""
+    """``(1 - opacity) * image + opacity * colors``, uint8 BGR (H, W, 3)."""
     if label_map.shape != image.shape[:2]:
         raise ValueError(
             f'label map {label_map.shape} and image {image.shape[:2]} sizes '

@@ -116,7 +116,7 @@ def test_pose_whole_image_default(pose_model):
 
 def _seg_reference(model, image):
     """Official seg demo steps written out: resize (area/cubic) to the network
-    size, ImageNet-normalise RGB, forward, bilinear back, argmax."""
+    size, ImageNet-normalize RGB, forward, bilinear back, argmax."""
     from sapiens2_mm.datasets.seg.transforms.resize import resize_image
     h_net, w_net = 128, 96
     x = resize_image(image, h_net, w_net)[..., ::-1].astype(np.float32)

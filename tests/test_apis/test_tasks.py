@@ -200,7 +200,7 @@ def test_toy_task_runs_through_init_model_infer_and_test(
     with pytest.raises(ValueError, match=r"Several tasks.*'seg'.*'toy'"):
         find_task(cfg)
 
-    # tools/infer.py toy ...: the task's option, writer and visualiser
+    # tools/infer.py toy ...: the task's option, writer and visualizer
     infer = load_tool('infer')
     images = osp.join(SEG_SAMPLE, 'images')
     out = tmp_path / 'infer'
@@ -213,7 +213,7 @@ def test_toy_task_runs_through_init_model_infer_and_test(
             value = json.load(f)['value']
         assert 0.0 <= value <= 2.0
         vis = cv2.imread(str(out / name))
-        # the toy visualiser's red square (JPEG-compressed)
+        # the toy visualizer's red square (JPEG-compressed)
         assert np.abs(vis[4, 4].astype(int) - (0, 0, 255)).max() < 30
     with open(out / 'toy_summary.json') as f:
         assert sorted(json.load(f)) == names
@@ -228,7 +228,7 @@ def test_toy_task_runs_through_init_model_infer_and_test(
                     '--show-dir', str(show)])
     assert sorted(os.listdir(show)) == sorted(
         osp.splitext(n)[0] + '_toy.png' for n in names)
-    assert f'Visualisations written to {show}' in capsys.readouterr().out
+    assert f'Visualizations written to {show}' in capsys.readouterr().out
 
 
 def test_seg_show_dir_says_where_the_images_are(tmp_path, capsys):
@@ -245,7 +245,7 @@ def test_seg_show_dir_says_where_the_images_are(tmp_path, capsys):
                     f'test_dataloader.dataset.data_root={SEG_SAMPLE}/',
                     'experiment_name=seg_show_dir_test'])
     where = show / 'vis_data' / 'vis_image'
-    assert f'Visualisations written to {where}' in capsys.readouterr().out
+    assert f'Visualizations written to {where}' in capsys.readouterr().out
     # mmengine's LocalVisBackend names them test_<image>_<step>.png
     drawn = sorted(n[len('test_'):].rsplit('_', 1)[0]
                    for n in os.listdir(where))

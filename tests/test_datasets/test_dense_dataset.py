@@ -217,7 +217,7 @@ def test_filtered_training_sample_is_skipped_not_replaced_by_index0(
     assert sum(dataset.pipeline.transforms[-1].skipped.values()) >= 5
 
 
-def test_normals_are_renormalised_zero_ones_masked_colours_refused(tmp_path):
+def test_normals_are_renormalized_zero_ones_masked_colors_refused(tmp_path):
     scene = render_scene(0, 64, 48)
     normal = scene.normal * 1.1  # slightly off unit length
     ys, xs = np.nonzero(scene.mask)
@@ -231,9 +231,9 @@ def test_normals_are_renormalised_zero_ones_masked_colours_refused(tmp_path):
                                1, atol=1e-6)
     np.testing.assert_allclose(out['gt_normal'][m], scene.normal[m],
                                atol=1e-6)
-    # Normals stored as colours (n + 1) / 2 are not silently rescaled.
-    colours = np.where(scene.mask[..., None], (scene.normal + 1) / 2, 0)
-    root2, _ = _one_scene(tmp_path / 'c', normal=colours.astype(np.float32))
+    # Normals stored as colors (n + 1) / 2 are not silently rescaled.
+    colors = np.where(scene.mask[..., None], (scene.normal + 1) / 2, 0)
+    root2, _ = _one_scene(tmp_path / 'c', normal=colors.astype(np.float32))
     with pytest.raises(ValueError, match='not unit vectors.*2c - 1'):
         _dataset('normal', root2)[0]
 

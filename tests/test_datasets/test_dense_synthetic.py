@@ -208,15 +208,15 @@ def test_bundled_sample_matches_the_generator(tmp_path):
 
 def test_checker_ignores_rounding_noise_on_a_cell_boundary():
     """The floor lies at world z = 0 only up to BLAS rounding, whose sign
-    differs between CPUs: the checker colour must not depend on it."""
+    differs between CPUs: the checker color must not depend on it."""
     from sapiens2_mm.datasets.dense.synthetic import _checker
     c1, c2 = np.zeros(3), np.ones(3)
     texture = _checker(c1, c2, 0.25)
     xy = np.random.default_rng(0).uniform(-2, 2, size=(500, 2))
-    colours = [texture(np.column_stack([xy, np.full(500, z)]))
+    colors = [texture(np.column_stack([xy, np.full(500, z)]))
                for z in (0.0, 3e-17, -3e-17, -1e-13)]
-    for other in colours[1:]:
-        np.testing.assert_array_equal(other, colours[0])
+    for other in colors[1:]:
+        np.testing.assert_array_equal(other, colors[0])
     # An exact check of the pattern: cells of 0.25 alternate along x.
     row = texture(np.array([[0.1, 0.1, 0.0], [0.3, 0.1, 0.0],
                             [-0.1, 0.1, 0.0]]))

@@ -246,7 +246,7 @@ def test_pointmap_target_at_test_time_uses_network_focal_length():
                                rtol=1e-6)
 
 
-def test_normal_target_renormalises_and_marks_background():
+def test_normal_target_renormalizes_and_marks_background():
     normal = np.tile(np.array([0.0, 0.0, -2.0], np.float32), (4, 5, 1))
     mask = np.ones((4, 5), bool)
     mask[0] = False

@@ -238,7 +238,7 @@ def test_size_mismatch_names_both_files(bad_root):
         dataset[1]
 
 
-def test_colour_label_map_is_refused(bad_root):
+def test_color_label_map_is_refused(bad_root):
     path = bad_root / 'labels' / '000000000785.png'
     cv2.imwrite(str(path), np.zeros((170, 256, 3), np.uint8))
     dataset = _dataset([dict(type='Sapiens2LoadImage'),

@@ -1,4 +1,4 @@
-"""Reconstruction grid images of the pretraining visualisation hook."""
+"""Reconstruction grid images of the pretraining visualization hook."""
 from types import SimpleNamespace
 
 import numpy as np
@@ -23,7 +23,7 @@ def test_grid_rows():
     images = torch.rand(2, 3, 4, 6, generator=gen) - 0.5
     mask = torch.tensor([[True, False, False, False, False, True],
                          [False] * 6])  # grid 2 x 3 of 2x2 patches
-    pred = torch.zeros(2, 6, 12) + 1.0  # predicts normalised value 1
+    pred = torch.zeros(2, 6, 12) + 1.0  # predicts normalized value 1
     grid = reconstruction_grid(images, pred, mask, 2, MEAN, STD)
     assert grid.shape == (12, 12, 3) and grid.dtype == np.uint8
     original = (images * STD + MEAN).round().to(torch.uint8)

@@ -247,7 +247,7 @@ def test_browse_dataset_pose_draws_keypoints(tmp_path):
 def test_browse_dataset_dense_draws_image_and_ground_truth(tmp_path, task):
     """Issue 18: normal / pointmap / albedo crashed in cvtColor (the seg
     visualizer got a dense sample) and left an empty folder. The drawing is
-    [image | ground truth], checked against the colours computed here."""
+    [image | ground truth], checked against the colors computed here."""
     cfg_path = osp.join(REPO_DIR, 'configs', task,
                         'sapiens2-tiny_1xb2-30_densesample-128x96.py')
     written = browse_dataset.main([cfg_path, '--output-dir',

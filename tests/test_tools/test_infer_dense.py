@@ -73,7 +73,7 @@ def _run(task, inputs, out, ckpt, *extra):
 def _network_output(model, image):
     """The official demo steps written out up to the network: letterbox
     160x120 -> 96x72 in 128x96 (28 rows of padding above and below),
-    normalise, forward. Returns the (1, 3, 128, 96) map."""
+    normalize, forward. Returns the (1, 3, 128, 96) map."""
     small = cv2.resize(np.ascontiguousarray(image), (96, 72),
                        interpolation=cv2.INTER_LINEAR)
     canvas = np.zeros((128, 96, 3), np.uint8)
@@ -115,17 +115,17 @@ def test_normal_outputs_read_back(inputs, tmp_path, capsys):
     normal = np.load(out / 'scene_00000_normal.npy')
     assert normal.shape == (120, 160, 3) and normal.dtype == np.float32
     # the official order: unit length at network resolution, then crop and
-    # resize, not re-normalised (lengths <= 1 between network pixels)
+    # resize, not re-normalized (lengths <= 1 between network pixels)
     assert np.linalg.norm(normal, axis=2).max() <= 1 + 1e-5
     expected = _to_photo(_unit(_network_output(model, image))).transpose(
         1, 2, 0)
     np.testing.assert_allclose(normal, expected, atol=1e-4)
-    # the coloured normals: (n + 1) / 2 * 255 truncated, x -> red
+    # the colored normals: (n + 1) / 2 * 255 truncated, x -> red
     png = cv2.imread(str(out / 'scene_00000_normal.png'))[..., ::-1]
     np.testing.assert_array_equal(png, ((normal + 1) / 2 * 255).astype(
         np.uint8))
     vis = cv2.imread(str(out / 'scene_00000.png'))
-    # [image | normals] and the normal colour key (24 rows) under them
+    # [image | normals] and the normal color key (24 rows) under them
     assert vis.shape == (120 + 24, 320, 3)
     assert np.abs(vis[:120, :160].astype(int) - image).max() == 0
     assert np.abs(vis[:120, 160:].astype(int) - png[..., ::-1]).max() == 0
@@ -189,7 +189,7 @@ def test_pointmap_outputs_read_back(inputs, tmp_path):
         768 / SCALE)
     assert cam['canonical_scale'] == pytest.approx(SCALE)
     assert cam['image_size'] == [120, 160]
-    # depth colours: turbo of the inverse depth between the 1st and 99th
+    # depth colors: turbo of the inverse depth between the 1st and 99th
     # percentiles of the valid depth (clamped to [0.1, 250] m)
     valid = np.isfinite(depth) & (depth > 0)
     near, far = np.clip(np.percentile(depth[valid], [1, 99]), 0.1, 250)
@@ -200,13 +200,13 @@ def test_pointmap_outputs_read_back(inputs, tmp_path):
     assert (png[valid & (depth <= near)] == turbo[255]).all()
     assert (png[valid & (depth >= far)] == turbo[0]).all()
     assert (png[~valid] == 0).all()
-    # the point cloud: every valid pixel in row-major order, image colours
+    # the point cloud: every valid pixel in row-major order, image colors
     xyz, rgb = _read_ply(out / 'scene_00001.ply')
     keep = np.isfinite(points).all(2) & (points[..., 2] > 0)
     assert len(xyz) == cam['num_points'] == keep.sum() > 0
     np.testing.assert_array_equal(xyz, points[keep])
     np.testing.assert_array_equal(rgb, image[..., ::-1][keep])
-    # visualisation: [image | depth colours] over a range legend strip
+    # visualization: [image | depth colors] over a range legend strip
     vis = cv2.imread(str(out / 'scene_00001.png'))
     assert vis.shape == (120 + 24, 320, 3)
     assert np.abs(vis[:120, 160:].astype(int) - png).max() == 0

@@ -92,12 +92,12 @@ def test_normal_seg_dir_formats_missing_and_wrong_size(photos, tmp_path,
         normal = np.load(out / f'{name}_normal.npy')
         np.testing.assert_array_equal(normal,
                                       np.load(plain / f'{name}_normal.npy'))
-        colours = ((normal + 1) / 2 * 255).astype(np.uint8)[..., ::-1]
+        colors = ((normal + 1) / 2 * 255).astype(np.uint8)[..., ::-1]
         vis = cv2.imread(str(out / f'{name}.png'))[:120, 160:]
         png = cv2.imread(str(out / f'{name}_normal.png'))
         for drawing in (vis, png):  # background black (official)
             assert (drawing[~mask] == 0).all()
-            np.testing.assert_array_equal(drawing[mask], colours[mask])
+            np.testing.assert_array_equal(drawing[mask], colors[mask])
     vis = cv2.imread(str(out / 'd.png'))
     np.testing.assert_array_equal(vis, cv2.imread(str(plain / 'd.png')))
     # --background photo: the photo shows outside the foreground

@@ -1,4 +1,4 @@
-"""Dense drawings: hand-computed colours, depth bounds and error paths."""
+"""Dense drawings: hand-computed colors, depth bounds and error paths."""
 import cv2
 import numpy as np
 import pytest
@@ -13,7 +13,7 @@ from sapiens2_mm.visualization import (
 )
 
 
-def test_normal_colours_are_half_plus_half_n_in_rgb():
+def test_normal_colors_are_half_plus_half_n_in_rgb():
     normal = np.array([[[1, 0, 0], [0, -1, 0], [0, 0, -1]]], np.float32)
     bgr = normal_to_bgr(normal)
     # x = 1 -> red 255; y = -1 -> green 0; z = -1 -> blue 0; 0 -> 127.5,
@@ -51,7 +51,7 @@ def test_depth_bounds_are_clamped_percentiles():
     assert not depth_to_bgr(np.zeros((2, 2))).any()  # nothing valid: black
 
 
-def test_depth_colours_near_red_far_blue():
+def test_depth_colors_near_red_far_blue():
     depth = np.array([[1.0, 2.0, 4.0]])
     turbo = cv2.applyColorMap(np.arange(256, dtype=np.uint8)[None],
                               cv2.COLORMAP_TURBO)[0]

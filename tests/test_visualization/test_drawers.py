@@ -1,4 +1,4 @@
-"""Skeleton and palette drawing: colours from the metainfo, pixel checks."""
+"""Skeleton and palette drawing: colors from the metainfo, pixel checks."""
 import numpy as np
 import pytest
 from mmpose.datasets.datasets.utils import parse_pose_metainfo
@@ -13,7 +13,7 @@ from sapiens2_mm.visualization import (
 )
 
 
-def test_308_keypoint_colours_and_threshold():
+def test_308_keypoint_colors_and_threshold():
     meta = parse_pose_metainfo(dict(from_file=KEYPOINTS308_FILE))
     assert meta['num_keypoints'] == 308
     image = np.zeros((200, 200, 3), np.uint8)
@@ -29,7 +29,7 @@ def test_308_keypoint_colours_and_threshold():
     assert not image.any()  # input untouched
 
 
-def test_skeleton_link_drawn_with_link_colour():
+def test_skeleton_link_drawn_with_link_color():
     meta = parse_pose_metainfo(dict(from_file=KEYPOINTS308_FILE))
     a, b = meta['skeleton_links'][0]
     kpts = np.zeros((1, 308, 2), np.float32)
@@ -61,7 +61,7 @@ def test_palette_overlay():
 @pytest.mark.parametrize('opacity', [0.0, 0.5, 1.0, 0.3, 0.7])
 def test_blend_equals_the_float32_formula_on_every_value_pair(opacity):
     from sapiens2_mm.visualization.seg_drawer import blend
-    # every (image, colour) byte pair, 3 channels, an odd width so vector
+    # every (image, color) byte pair, 3 channels, an odd width so vector
     # and scalar tails of the cv2 path are both exercised
     a = np.repeat(np.arange(256, dtype=np.uint8), 256)
     b = np.tile(np.arange(256, dtype=np.uint8), 256)

@@ -1,5 +1,5 @@
-"""Keys under the drawings (issue 18, item 19): seg class names and colours,
-the normal colour code, and ground truth beside dense predictions."""
+"""Keys under the drawings (issue 18, item 19): seg class names and colors,
+the normal color code, and ground truth beside dense predictions."""
 import os.path as osp
 from types import SimpleNamespace
 
@@ -23,7 +23,7 @@ def _pixels_of(image, bgr):
     return int(np.all(image == np.asarray(bgr, np.uint8), axis=-1).sum())
 
 
-def test_class_legend_shows_every_colour_and_greys_absent_names():
+def test_class_legend_shows_every_color_and_greys_absent_names():
     meta = seg29_metainfo()
     classes, palette = meta['classes'], meta['palette']
     all_white = class_legend(640, classes, palette)
@@ -31,7 +31,7 @@ def test_class_legend_shows_every_colour_and_greys_absent_names():
     # one layout for any frame (a video keeps its size)
     assert all_white.shape == some.shape and all_white.shape[1] == 640
     for rgb in np.asarray(palette)[1:]:  # background is black-ish on black
-        # a filled swatch of the class colour (BGR), at least 8x8 pixels
+        # a filled swatch of the class color (BGR), at least 8x8 pixels
         assert _pixels_of(some, rgb[::-1]) >= 64, rgb
     none = class_legend(640, classes, palette, present=[])
 
@@ -42,7 +42,7 @@ def test_class_legend_shows_every_colour_and_greys_absent_names():
     assert class_legend(320, classes, palette).shape[0] > all_white.shape[0]
 
 
-def test_normal_key_is_coloured_like_the_normals():
+def test_normal_key_is_colored_like_the_normals():
     key = normal_key(400)
     radius = (24 - 4) / 2.0  # a disc of 21 pixels, 1 row from the top
     size = int(2 * radius) + 1
@@ -68,7 +68,7 @@ def test_ground_truth_is_drawn_beside_the_prediction():
     mask = np.ones((h, w), bool)
     mask[:, :5] = False
     only_pred = draw_dense_prediction(image, {'pred_normal': pred})
-    assert only_pred.shape == (h + 24, 2 * w, 3)  # normals + colour key
+    assert only_pred.shape == (h + 24, 2 * w, 3)  # normals + color key
     drawn = draw_dense_prediction(image, {'pred_normal': pred},
                                   {'gt_normal': gt}, mask)
     assert drawn.shape == (h + 24, 3 * w, 3)
@@ -84,7 +84,7 @@ def test_depth_prediction_and_truth_share_the_truth_bounds():
     h, w = 60, 16
     image = np.zeros((h, w, 3), np.uint8)
     gt = np.linspace(1.0, 5.0, h * w).reshape(h, w, 1)
-    pred = gt * 2.0  # twice as far: another colour under the same bounds
+    pred = gt * 2.0  # twice as far: another color under the same bounds
     drawn = draw_dense_prediction(image, {'pred_depth': pred},
                                   {'gt_depth': gt})
     bounds = depth_range(gt[..., 0])

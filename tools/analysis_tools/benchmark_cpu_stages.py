@@ -1,6 +1,6 @@
 """Throughput of the CPU stages around the network against the number of
 ``--workers`` threads: the read stage (decode + prepare) and the drawing
-stage (draw + encode the visualisation).
+stage (draw + encode the visualization).
 
     python tools/analysis_tools/benchmark_cpu_stages.py \\
         configs/pose/sapiens2-0.4b_8xb6-10k_coco-1024x768.py \\
@@ -13,7 +13,7 @@ count, in alternating rounds:
 * read: decode them and run the task's ``prepare`` stage (pose: the person
   boxes of the COCO annotations and the 1024x768 top-down crops; seg: the
   resize to the network size);
-* draw: the task's visualisation of a synthetic result (pose: keypoints
+* draw: the task's visualization of a synthetic result (pose: keypoints
   spread over each box; seg: a label map of blocks of every class) and its
   encoding to the output format, as ``tools/infer.py`` does.
 

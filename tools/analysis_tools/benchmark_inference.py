@@ -324,7 +324,7 @@ class Bench:
         for item in render_frames(frames, self._draw, workers):
             writer.write(item.frame, item.result)
             if item.image is not None:
-                write_image(layout.visualisation_path(item.frame),
+                write_image(layout.visualization_path(item.frame),
                             item.image, item.encoded)
             results.append(item.result)
         return results
@@ -340,7 +340,7 @@ class Bench:
                 writer.write(frame, result)
                 vis = self._draw(frame, result)
                 if vis is not None:
-                    write_image(layout.visualisation_path(frame), vis)
+                    write_image(layout.visualization_path(frame), vis)
                 results.append(result)
         return results
 

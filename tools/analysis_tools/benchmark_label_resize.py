@@ -10,7 +10,7 @@ Two kinds of (C, h, w) logits, both synthetic (no trained weights here):
 * ``smooth``: random class scores on a coarse grid (1/64 of the network
   size) upsampled bicubically, plus a little noise: large regions with one
   winner, as a trained segmenter's output is;
-* ``noise``: i.i.d. normal scores, as a randomly initialised model gives
+* ``noise``: i.i.d. normal scores, as a randomly initialized model gives
   (every cell is a boundary; the dense path is taken).
 
 Both ways run alternately ``--repeat`` times; the best time of each is

@@ -11,7 +11,7 @@ drawn with its ground truth by the task's visualizer: keypoints and skeleton
 (mmpose PoseLocalVisualizer) for pose, the palette overlay of the label map
 (mmseg SegLocalVisualizer) for segmentation. The config's ``visualizer`` is
 used when it has one. Dense tasks are drawn ``[image | ground truth]`` in the
-colours of ``tools/infer.py`` (normals, depth with its legend, albedo; pixels
+colors of ``tools/infer.py`` (normals, depth with its legend, albedo; pixels
 without ground truth black); a pretraining sample is its row of views
 (global crops, then local crops).
 """

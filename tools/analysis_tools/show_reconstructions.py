@@ -10,7 +10,7 @@ CONFIG is the pretraining config the checkpoint was trained with; CHECKPOINT
 a training checkpoint of it (``work_dirs/.../iter_N.pth``: the pixel decoder
 is needed, which an exported backbone does not hold). Each photo is scaled to
 cover the backbone's input size (``model.backbone.img_size``, the global crop
-size) and centre-cropped, normalised by the config's preprocessor, masked with
+size) and centre-cropped, normalized by the config's preprocessor, masked with
 a seeded random mask and reconstructed by the student (backbone + decoder),
 as ``PretrainReconstructionVisHook`` does during training. One PNG per photo,
 ``DIR/<stem>_reconstruction.png``: ``[masked input | reconstruction |
@@ -18,7 +18,7 @@ input]`` (hidden patches grey; the reconstruction shows the prediction at
 hidden patches and the input elsewhere), each panel enlarged by a whole
 factor (nearest neighbour) to at least ``--min-height`` pixels so small
 models stay legible, with a title strip. The mean squared error on the
-hidden patches (normalised pixels, the training loss) is printed per photo.
+hidden patches (normalized pixels, the training loss) is printed per photo.
 Existing files are never overwritten; unreadable photos are skipped and
 counted.
 """

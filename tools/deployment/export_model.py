@@ -3,10 +3,10 @@
     python tools/deployment/export_model.py CONFIG [CHECKPOINT] --output DIR \
         [--shape H W] [--max-batch 32] [--onnx] [--verify] [--device cpu]
 
-The exported function is ``backbone + head`` on a normalised RGB batch
+The exported function is ``backbone + head`` on a normalized RGB batch
 (B, 3, H, W) -> heatmaps (pose) / logits (seg), batch dimension dynamic
 (1..max_batch), H and W fixed to ``--shape`` (default: the backbone's
-img_size). Pre-processing (resize/crop, ImageNet normalisation) and decoding
+img_size). Pre-processing (resize/crop, ImageNet normalization) and decoding
 (heatmap -> keypoints, argmax) stay in Python, as in the official deployment
 (docs/deployment.md). ``--verify`` reloads each file and compares it with the eager
 model on batches of 1 and 2.

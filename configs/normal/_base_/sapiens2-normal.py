@@ -28,7 +28,7 @@ model = dict(
         conv_out_channels=(64, 32, 16),
         conv_kernel_sizes=(3, 3, 3),
         # official demo order: unit length at network resolution, then crop
-        # and resize, not re-normalised ('after_resize': normalise last)
+        # and resize, not re-normalized ('after_resize': normalize last)
         normalize='before_resize',
         loss_decode=[
             dict(type='NormalCosineSimilarityLoss', loss_weight=10.0),

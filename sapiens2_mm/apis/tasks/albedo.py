@@ -19,7 +19,7 @@ class AlbedoWriter(DenseWriter):
 
     def write(self, frame, result) -> dict:
         paths = [self.array(frame, '_albedo.npy', result.albedo),
-                 self.colours(frame, result, '_albedo.png', 'pred_albedo',
+                 self.colors(frame, result, '_albedo.png', 'pred_albedo',
                               result.albedo)]
         paths += self.mask_outputs(frame, result)
         rel = [self.layout.relative(p) for p in paths]

@@ -116,13 +116,13 @@ class BaseTask(metaclass=ABCMeta):
 
     # -- tools/test.py --show-dir --------------------------------------------
     def enable_show_dir(self, cfg: Config, show_dir: str) -> str:
-        """Switch the config's visualisation on, writing under ``show_dir``.
+        """Switch the config's visualization on, writing under ``show_dir``.
 
         Returns:
             The folder the images will actually be written to.
         """
         raise ValueError(
-            f'Task {self.name!r} has no visualisation hook for --show-dir.')
+            f'Task {self.name!r} has no visualization hook for --show-dir.')
 
 
 def _rename(state: Mapping[str, torch.Tensor],
@@ -196,7 +196,7 @@ def config_task(cfg: Config) -> str:
 
 
 def visualization_hooks(cfg: Config) -> list:
-    """The visualisation hook configs of ``cfg`` (default and custom hooks),
+    """The visualization hook configs of ``cfg`` (default and custom hooks),
     for :meth:`BaseTask.enable_show_dir`."""
     hooks = [h for h in (cfg.get('default_hooks') or {}).values()
              if isinstance(h, dict)]

@@ -55,9 +55,9 @@ class DenseTask(BaseTask):
             help='take the foreground from this seg model in the same pass '
             '(labels > 0), written as <stem>_fg.png')
         group.add_argument(
-            '--background', choices=('colour', 'photo'), default='colour',
+            '--background', choices=('color', 'photo'), default='color',
             help='what the drawings show outside the foreground: the '
-            'official flat colour (default) or the photo')
+            'official flat color (default) or the photo')
         parser.add_argument(
             '--array-dtype', choices=ARRAY_DTYPES, default='float32',
             help='precision of the saved .npy arrays (float16: half the '
@@ -65,7 +65,7 @@ class DenseTask(BaseTask):
         parser.add_argument(
             '--vis-rounding', choices=('truncate', 'round'),
             default='truncate',
-            help='8-bit colours of the drawings: truncate (official) or '
+            help='8-bit colors of the drawings: truncate (official) or '
             'round to the nearest level')
         for flag, (option, choices, text) in self.postprocess_flags.items():
             parser.add_argument(flag, dest=option, choices=choices,
@@ -101,7 +101,7 @@ class DenseTask(BaseTask):
             if value != choices[0]:
                 options[option] = value
         for key, default in (('array_dtype', 'float32'),
-                             ('background', 'colour'),
+                             ('background', 'color'),
                              ('vis_rounding', 'truncate')):
             value = getattr(args, key, default)
             if value != default:
@@ -175,7 +175,7 @@ class DenseTask(BaseTask):
                               pred_depth=result.depth,
                               pred_albedo=result.albedo),
             foreground=result.foreground,
-            background=getattr(args, 'background', 'colour'),
+            background=getattr(args, 'background', 'color'),
             rounding=getattr(args, 'vis_rounding', 'truncate'))
 
 
@@ -192,7 +192,7 @@ def frame_entry(frame, result) -> dict:
 
 
 class DenseWriter(TaskWriter):
-    """What the dense writers share: arrays at ``--array-dtype``, colour
+    """What the dense writers share: arrays at ``--array-dtype``, color
     images with the mask's background, and ``<stem>_fg.png`` (0 / 255) for
     masks from ``--fg-seg``."""
 
@@ -202,13 +202,13 @@ class DenseWriter(TaskWriter):
         return save_array(self.layout.frame_path(frame, suffix),
                           array.astype(dtype, copy=False))
 
-    def colours(self, frame, result, suffix: str, name: str, value,
+    def colors(self, frame, result, suffix: str, name: str, value,
                 bounds=None) -> str:
-        """Write the colour image of field ``name`` as ``<stem><suffix>``."""
-        from ...visualization import colour_dense_field
-        image = colour_dense_field(
+        """Write the color image of field ``name`` as ``<stem><suffix>``."""
+        from ...visualization import color_dense_field
+        image = color_dense_field(
             name, value, frame.image, result.foreground,
-            getattr(self.args, 'background', 'colour'),
+            getattr(self.args, 'background', 'color'),
             getattr(self.args, 'vis_rounding', 'truncate'), bounds)
         return write_image(self.layout.frame_path(frame, suffix), image)
 

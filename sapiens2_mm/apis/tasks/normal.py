@@ -14,11 +14,11 @@ class NormalInferencer(DenseInferencer):
 class NormalWriter(DenseWriter):
     """``<stem>_normal.npy`` (H, W, 3) unit normals (float32, or float16
     with ``--array-dtype``; unmasked) and ``<stem>_normal.png``, the normals
-    coloured ``(n + 1) / 2 * 255`` (background black with a mask)."""
+    colored ``(n + 1) / 2 * 255`` (background black with a mask)."""
 
     def write(self, frame, result) -> dict:
         paths = [self.array(frame, '_normal.npy', result.normal),
-                 self.colours(frame, result, '_normal.png', 'pred_normal',
+                 self.colors(frame, result, '_normal.png', 'pred_normal',
                               result.normal)]
         paths += self.mask_outputs(frame, result)
         rel = [self.layout.relative(p) for p in paths]
@@ -42,7 +42,7 @@ class NormalTask(DenseTask):
     postprocess_flags = {'--normalize': (
         'normalize', ('before_resize', 'after_resize'),
         'when normals are made unit length: before_resize (official: at '
-        'network resolution, then cropped and resized, not re-normalised) '
+        'network resolution, then cropped and resized, not re-normalized) '
         'or after_resize (every output pixel exactly unit length)')}
 
     def open_writer(self, layout, model, args) -> NormalWriter:

@@ -58,9 +58,9 @@ def parse_ply_step(text: str):
 class PointmapWriter(DenseWriter):
     """Per frame: ``<stem>_pointmap.npy`` (H, W, 3) metres,
     ``<stem>_depth.npy`` (H, W) metres (both float32, or float16 with
-    ``--array-dtype``; unmasked), ``<stem>_depth.png`` (turbo colours of the
+    ``--array-dtype``; unmasked), ``<stem>_depth.png`` (turbo colors of the
     inverse depth between the frame's near/far bounds, background grey 100
-    with a mask) and ``<stem>.ply`` (binary coloured point cloud of the
+    with a mask) and ``<stem>.ply`` (binary colored point cloud of the
     foreground, every ``--ply-step``-th row and column). At the end
     ``pointmap_cameras.json`` lists every frame's focal length, scale and
     depth bounds (rebuilt from the index, so resumed runs are complete)."""
@@ -72,15 +72,15 @@ class PointmapWriter(DenseWriter):
         paths = [
             self.array(frame, '_pointmap.npy', result.pointmap),
             self.array(frame, '_depth.npy', result.depth),
-            self.colours(frame, result, '_depth.png', 'pred_depth',
+            self.colors(frame, result, '_depth.png', 'pred_depth',
                          result.depth, bounds),
         ]
         step = ply_step(getattr(self.args, 'ply_step', 1),
                         *result.pointmap.shape[:2])
-        points, colours = pointmap_to_cloud(result.pointmap, frame.image,
+        points, colors = pointmap_to_cloud(result.pointmap, frame.image,
                                             step, result.foreground)
         paths.append(write_ply(layout.frame_path(frame, '.ply'), points,
-                               colours))
+                               colors))
         paths += self.mask_outputs(frame, result)
         entry = frame_entry(frame, result)
         entry.update(focal_length_px=result.focal_length,

@@ -17,7 +17,7 @@ POSE_MODEL_TYPES = ('mmpose.TopdownPoseEstimator', 'TopdownPoseEstimator')
 
 
 def pose_dataset_meta(cfg: Config) -> dict:
-    """Keypoint names, colours, skeleton and flip indices of a pose config.
+    """Keypoint names, colors, skeleton and flip indices of a pose config.
 
     The test dataset's ``metainfo`` if given, else its class's ``METAINFO``
     looked up in this package's registry (so ``Sapiens308Dataset`` and

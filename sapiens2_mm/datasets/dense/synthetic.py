@@ -185,12 +185,12 @@ def _stripes(c1, c2, direction, period) -> Callable[[np.ndarray], np.ndarray]:
     return fn
 
 
-def _random_colour(rng: np.random.Generator) -> np.ndarray:
+def _random_color(rng: np.random.Generator) -> np.ndarray:
     return rng.uniform(0.15, 0.9, size=3)
 
 
 def _random_texture(rng: np.random.Generator):
-    c1, c2 = _random_colour(rng), _random_colour(rng)
+    c1, c2 = _random_color(rng), _random_color(rng)
     if rng.random() < 0.5:
         return _checker(c1, c2, rng.uniform(0.08, 0.3))
     return _stripes(c1, c2, rng.normal(size=3), rng.uniform(0.05, 0.3))
@@ -250,7 +250,7 @@ def _scene_primitives(rng: np.random.Generator):
                                                      rng.uniform(-0.6, 0.6))):
         texture = skin if kind == 'sphere' else clothes[i % 3]
         prims.append(('figure', kind, params, texture))
-    floor_c1, floor_c2 = _random_colour(rng), _random_colour(rng)
+    floor_c1, floor_c2 = _random_color(rng), _random_color(rng)
     floor = (np.zeros(3), np.array([0., 0., 1.]), np.array([1., 0., 0.]),
              np.array([0., 1., 0.]), 2.0, 2.0)
     prims.append(('floor', 'rect', floor,
@@ -398,8 +398,8 @@ def _render_once(rng: np.random.Generator, height: int, width: int,
                                                                        1.3)
     sky = np.array([0.55, 0.7, 0.9]) * (0.6 + 0.4 * (v.reshape(-1, 1)
                                                     / height))
-    colour = np.where(mask[:, None], _linear_to_srgb(radiance), sky)
-    image = np.round(colour * 255).astype(np.uint8)
+    color = np.where(mask[:, None], _linear_to_srgb(radiance), sky)
+    image = np.round(color * 255).astype(np.uint8)
 
     signs = np.asarray(NORMAL_CONVENTIONS[normal_convention])
     return SyntheticScene(

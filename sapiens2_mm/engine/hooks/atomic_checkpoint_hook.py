@@ -12,7 +12,7 @@ previous checkpoints and ``last_checkpoint`` as they were. The same deferral
 applies to the old ``best_*.pth`` files of ``save_best``.
 
 Other storage backends (``backend_args`` for object stores) have no rename:
-they keep mmengine's behaviour.
+they keep mmengine's behavior.
 """
 import copy
 import difflib

@@ -55,7 +55,7 @@ class CheckedCheckpointLoadHook(Hook):
 
     Args:
         checkpoint: path of a ``.safetensors`` or torch checkpoint.
-        load_at: ``'before_run'`` (testing: ``Runner.test`` initialises no
+        load_at: ``'before_run'`` (testing: ``Runner.test`` initializes no
             weights) or ``'before_train'`` (fine-tuning: after the Runner's
             ``init_weights``, which would overwrite an earlier load, and before
             the first iteration).
@@ -117,5 +117,5 @@ def load_checkpoint_into(model: torch.nn.Module, checkpoint: str,
     logger.warning(
         f'Partial load (allow_partial): {len(fitting)} of {len(own)} model '
         f'tensors loaded from {checkpoint}; the rest keep their '
-        f'initialisation.{report}')
+        f'initialization.{report}')
     return len(fitting)

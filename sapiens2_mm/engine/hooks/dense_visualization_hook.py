@@ -2,7 +2,7 @@
 
 mmseg's ``SegVisualizationHook`` draws label maps and mmpose's hook draws
 keypoints; neither draws normals, depth or albedo, so this hook writes
-``[image | prediction]`` (the official dense demos' layout, colours of
+``[image | prediction]`` (the official dense demos' layout, colors of
 :mod:`sapiens2_mm.visualization.dense_drawer`) for each test sample, and
 ``[image | prediction | ground truth]`` when the sample carries its target at
 the image size (the test pipelines keep targets at the original size).

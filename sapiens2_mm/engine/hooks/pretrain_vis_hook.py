@@ -16,16 +16,16 @@ def reconstruction_grid(images: torch.Tensor, pred: torch.Tensor,
     """Rows: masked input (hidden patches grey), reconstruction, original.
 
     The reconstruction row shows the prediction at hidden patches and the
-    input at visible ones (MAE's visualisation).
+    input at visible ones (MAE's visualization).
 
     Args:
-        images: (B, 3, H, W) normalised RGB inputs.
+        images: (B, 3, H, W) normalized RGB inputs.
         pred: (B, N, p*p*3) decoder output in target space.
         mask: (B, N) bool, True = hidden.
         patch_size: p.
         mean: (3, 1, 1) preprocessor mean (0-255 scale).
         std: (3, 1, 1) preprocessor std.
-        norm_pix: the target was per-patch normalised: undo it with the
+        norm_pix: the target was per-patch normalized: undo it with the
             input patch statistics.
 
     Returns:
@@ -105,7 +105,7 @@ class PretrainReconstructionVisHook(Hook):
                                mask_ratio=self.mask_ratio,
                                generator=generator)
             out = dict(pred=out['pred'].float(), mask=out['mask'])
-        # Without normalisation the preprocessor has no mean/std buffers.
+        # Without normalization the preprocessor has no mean/std buffers.
         preprocessor = model.data_preprocessor
         mean = getattr(preprocessor, 'mean', torch.zeros(3, 1, 1))
         std = getattr(preprocessor, 'std', torch.ones(3, 1, 1))

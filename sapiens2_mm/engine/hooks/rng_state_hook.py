@@ -82,7 +82,7 @@ class RNGStateHook(Hook):
 
     mmengine saves checkpoints from rank 0 only (``Runner.save_checkpoint`` is
     ``master_only``), so only single-process runs store and restore states; a
-    distributed resume keeps mmengine's behaviour (reseed). Distributed jobs
+    distributed resume keeps mmengine's behavior (reseed). Distributed jobs
     use data-loader workers anyway, whose generators no checkpoint holds.
     """
 

@@ -178,7 +178,7 @@ class Sapiens2(BaseModule):
         self.final_norm = final_norm
         if final_norm:
             self.ln1 = build_rms_norm(self.embed_dims)
-        self.out_indices = self._normalise_out_indices(out_indices)
+        self.out_indices = self._normalize_out_indices(out_indices)
         self._freeze_stages()
 
     # ------------------------------------------------------------------ set-up
@@ -208,7 +208,7 @@ class Sapiens2(BaseModule):
                 f'({self.num_layers}), got {len(layer_cfgs)}')
         return [dict(cfg) for cfg in layer_cfgs]
 
-    def _normalise_out_indices(self, out_indices) -> list:
+    def _normalize_out_indices(self, out_indices) -> list:
         if isinstance(out_indices, int):
             out_indices = [out_indices]
         result = []
@@ -252,7 +252,7 @@ class Sapiens2(BaseModule):
 
     # -------------------------------------------------------- init and freeze
     def init_weights(self) -> None:
-        """Official initialisation, or a checked load of ``init_cfg``'s file.
+        """Official initialization, or a checked load of ``init_cfg``'s file.
 
         With ``init_cfg=dict(type='Pretrained', checkpoint=PATH)`` the file is
         read with :func:`sapiens2_mm.utils.read_checkpoint` (safetensors or
@@ -383,7 +383,7 @@ class Sapiens2(BaseModule):
         """Embed patches, drop masked ones, prepend CLS + storage tokens.
 
         Args:
-            x: (B, in_channels, H, W) normalised images.
+            x: (B, in_channels, H, W) normalized images.
             mask: optional (B, N) bool over the encoder grid, True = hidden;
                 every row hides the same number of patches.
             ids_keep: optional (B, K) long grid indices (row-major) of the
@@ -425,7 +425,7 @@ class Sapiens2(BaseModule):
         """Extract features, optionally of the visible patches only.
 
         Args:
-            x: (B, in_channels, H, W) normalised images, H and W divisible by
+            x: (B, in_channels, H, W) normalized images, H and W divisible by
                 ``stride``.
             mask: optional (B, N) bool, True = patch hidden from the encoder
                 (see :meth:`prepare_tokens`).

@@ -74,7 +74,7 @@ class DenseEstimator(DepthEstimator):
         """Predictions at the original image size (see the class docstring).
 
         Args:
-            inputs: (B, 3, H, W) normalised images.
+            inputs: (B, 3, H, W) normalized images.
             data_samples: their DenseDataSamples (metainfo ``ori_shape``,
                 ``padding_size``, ``scale_factor``, ``flip`` ...), or None for
                 predictions at the input size.

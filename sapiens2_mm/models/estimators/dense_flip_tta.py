@@ -20,7 +20,7 @@ class DenseFlipTTAModel(BaseTTAModel):
     Each view's predictions come out of :class:`DenseEstimator` already at the
     original size, with the mirror undone and the x component of normals and
     pointmaps negated (its post-processing reads ``flip`` /
-    ``flip_direction``). Here they are averaged: normals are re-normalised
+    ``flip_direction``). Here they are averaged: normals are re-normalized
     after averaging; pointmaps average the canonical maps (metric x scale) and
     the scales, so metric = mean canonical / mean scale and the focal length
     is rescaled with the scale; albedo averages the raw maps and clamps again.

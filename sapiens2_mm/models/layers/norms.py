@@ -1,4 +1,4 @@
-"""RMS normalisation layers."""
+"""RMS normalization layers."""
 import torch
 from torch import nn
 
@@ -26,7 +26,7 @@ class RMSNorm2d(nn.Module):
     the convolution that follows (the values differ by ~1e-5):
     ``'official'`` (default) copies to channels-last and back to
     NCHW-contiguous, as the official ``RMSNorm2d``: the albedo head then
-    equals the official outputs exactly. ``'channels_last'`` normalises a
+    equals the official outputs exactly. ``'channels_last'`` normalizes a
     permuted view and returns a channels-last view: no copies, and on CPU
     the next convolution runs its channels-last kernel (measured on 2 cores:
     a 0.4b albedo head at 1024x768 took 24 s instead of 37 s).

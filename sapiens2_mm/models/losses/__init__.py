@@ -8,7 +8,7 @@ configs use them as ``mmpose.KeypointMSELoss`` / ``mmpose.KeypointOHKMMSELoss``
 official values). Seg: class-weighted CE is ``mmseg.CrossEntropyLoss`` with
 ``reduction='none'``; the Dice loss is our own (``seg/``). Dense tasks
 (``normal/``, ``pointmap/``, ``albedo/``, ``MaskedL1Loss``): the official terms,
-one module each; upstream L1/SiLog losses differ in masking and normalisation.
+one module each; upstream L1/SiLog losses differ in masking and normalization.
 """
 from .albedo import *  # noqa: F401,F403
 from .masked_l1 import MaskedL1Loss  # noqa: F401

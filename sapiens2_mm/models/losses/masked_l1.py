@@ -10,7 +10,7 @@ from .dense_ops import as_float_mask, check_same_shape, masked_l1, zero_non_fini
 class MaskedL1Loss(DenseLossBase):
     """``w * sum_M |pred - target| / M.sum()``, channels summed per pixel.
 
-    The normal head applies it to the raw (not unit-normalised) prediction.
+    The normal head applies it to the raw (not unit-normalized) prediction.
     Empty mask: 0 with a gradient path. NaN / inf results become 0.
 
     Args:

@@ -104,10 +104,10 @@ class Sapiens2Pretrainer(BaseSelfSupervisor):
                 *self.teacher.module.values()]
 
     def init_weights(self) -> None:
-        """Initialise the student, then restart the teacher from it.
+        """Initialize the student, then restart the teacher from it.
 
         Resetting ``teacher.steps`` makes the first EMA update a plain copy of
-        the initialised (or ``init_cfg``-loaded) student.
+        the initialized (or ``init_cfg``-loaded) student.
         """
         super().init_weights()
         self.teacher.steps.zero_()
@@ -210,7 +210,7 @@ class Sapiens2Pretrainer(BaseSelfSupervisor):
                     mask_ratio: Optional[float] = None,
                     generator: Optional[torch.Generator] = None
                     ) -> Dict[str, torch.Tensor]:
-        """Student reconstruction of a (B, 3, H, W) normalised batch.
+        """Student reconstruction of a (B, 3, H, W) normalized batch.
 
         Returns:
             ``pred`` (B, N, p*p*3) in target space and ``mask`` (B, N) bool.

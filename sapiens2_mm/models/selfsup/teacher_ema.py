@@ -46,7 +46,7 @@ class TeacherEMA(ExponentialMovingAverage):
     resume and moved with the model, and optimizer constructors that skip
     frozen parameters never see it. The first :meth:`update_parameters` call
     copies the student (mmengine's ``steps == 0`` rule): the teacher starts as
-    the initialised student.
+    the initialized student.
 
     Args:
         model: the student parts to average.

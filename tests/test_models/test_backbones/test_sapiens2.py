@@ -62,7 +62,7 @@ def test_several_out_indices_only_last_is_normed():
     ref.load_state_dict(
         {k: v for k, v in model.state_dict().items() if k != 'ln1.weight'})
     torch.testing.assert_close(mid, ref(x)[0])
-    # The final output is RMS-normalised: unit RMS times the (init 1) weight.
+    # The final output is RMS-normalized: unit RMS times the (init 1) weight.
     rms = last.pow(2).mean(-1).sqrt()
     torch.testing.assert_close(rms, torch.ones_like(rms), rtol=1e-4, atol=1e-4)
 
@@ -111,7 +111,7 @@ def test_frozen_stages():
     assert not all_frozen.ln1.weight.requires_grad
 
 
-def test_official_initialisation():
+def test_official_initialization():
     torch.manual_seed(0)
     model = Sapiens2(arch='sapiens2_0.1b')
     model.init_weights()

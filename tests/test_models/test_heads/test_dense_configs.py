@@ -92,7 +92,7 @@ def test_official_size_config(task, size):
         'PolyLR', 1.0, 0.0, 500, iters)
     assert cfg.train_dataloader.dataset.type == DATASETS[task]
     assert cfg.val_evaluator.type == METRICS[task]
-    # Build the whole model without memory (weights are not initialised).
+    # Build the whole model without memory (weights are not initialized).
     cfg.model.backbone.init_cfg = None
     with torch.device('meta'):
         model = MODELS.build(cfg.model)

@@ -13,13 +13,15 @@ from sapiens2_mm.utils import (
     official_to_package,
     read_checkpoint,
 )
+from tests.conftest import max_diff_to_official, official_output_sets
 
 TASKS = ('normal', 'pointmap', 'albedo')
 # A flat 1e-5, as backbone, pose and seg. With the official memory layouts
 # (the backbone's permuted featmap view, RMSNorm2d's contiguous copies) the
 # CPU runs the official float32 kernels and the heads equal the official
-# outputs exactly (max |diff| 0.0 on this stack); with a .contiguous()
-# featmap they were 1.0-2.1e-5 off. Layout or numerics errors give >= 1e-3
+# outputs of the official run on the same CPU exactly (max |diff| 0.0 on
+# each of the two CPUs measured, conftest.official_output_sets); with a
+# .contiguous() featmap they were 1.0-2.1e-5 off. Layout or numerics errors give >= 1e-3
 # (see the reset-weight case below).
 TOLERANCE = 1e-5
 
@@ -38,17 +40,11 @@ def _load_official(model, parity_file, task):
 
 
 def _max_diff(model, parity_file, task):
+    """Max abs difference to the nearest official run (conftest)."""
     io = load_file(parity_file(f'tiny18_{task}_io.safetensors'))
     with torch.no_grad():
         out = model(io['input'], None, mode='tensor')
-    outs = out if isinstance(out, tuple) else (out,)
-    expected = [io[f'output_{i}'] for i in range(len(outs))]
-    assert len(expected) == len([k for k in io if k.startswith('output_')])
-    diffs = []
-    for got, ref in zip(outs, expected):
-        assert got.shape == ref.shape
-        diffs.append(((got - ref).abs().max().item(), TOLERANCE))
-    return diffs
+    return max_diff_to_official(out, task)
 
 
 @pytest.mark.parametrize('task', TASKS)
@@ -57,11 +53,20 @@ def test_tiny18_matches_official(task, parity_file, repo_path):
     _load_official(model, parity_file, task)
     io = load_file(parity_file(f'tiny18_{task}_io.safetensors'))
     assert tuple(io['input'].shape) == tuple(cfg.input_shape)
-    for diff, bound in _max_diff(model, parity_file, task):
-        assert diff <= bound, f'{task}: max abs diff {diff:.3g} > {bound:.3g}'
+    diff = _max_diff(model, parity_file, task)
+    assert diff <= TOLERANCE, f'{task}: max abs diff {diff:.3g} > 1e-5'
     if task == 'pointmap':  # (pointmap, scale), in that order
         out = model(io['input'], None, mode='tensor')
         assert out[0].shape == (1, 3, 256, 192) and out[1].shape == (1, 1)
+
+
+def test_the_official_runs_differ_by_float32_rounding_only():
+    """The two official runs (two CPUs) are within 3e-5 of each other: the
+    spread the nearest-run comparison allows, far below a real error."""
+    for task in TASKS:
+        first, second = official_output_sets(task)
+        spread = max((a - b).abs().max().item() for a, b in zip(first, second))
+        assert 0 < spread <= 3e-5, (task, spread)
 
 
 def test_parity_detects_a_wrong_norm_weight(parity_file, repo_path):
@@ -69,8 +74,7 @@ def test_parity_detects_a_wrong_norm_weight(parity_file, repo_path):
     _load_official(model, parity_file, 'albedo')
     with torch.no_grad():
         model.decode_head.conv_layers[4].norm.weight.fill_(1.0)
-    (diff, bound), = _max_diff(model, parity_file, 'albedo')
-    assert diff > 100 * bound
+    assert _max_diff(model, parity_file, 'albedo') > 100 * TOLERANCE
 
 
 @pytest.mark.parametrize('task', TASKS)

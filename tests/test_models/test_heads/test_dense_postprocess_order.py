@@ -88,7 +88,7 @@ def test_normal_orders(case):
     got = _head('NormalHead').postprocess_sample(out, 0, _meta(pad, photo))
     np.testing.assert_allclose(got[0]['pred_normal'].numpy(), official,
                                atol=1e-5)
-    # not re-normalised: between network pixels the vectors are shorter
+    # not re-normalized: between network pixels the vectors are shorter
     assert np.linalg.norm(official, axis=0).min() < 0.99
     got = _head('NormalHead', normalize='after_resize').postprocess_sample(
         out, 0, _meta(pad, photo))

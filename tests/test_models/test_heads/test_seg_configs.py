@@ -58,7 +58,7 @@ def test_official_size_config(size):
                                                              500, iters)
     assert cfg.val_evaluator.type == 'SegIoUMetric'
     assert cfg.val_evaluator.nan_to_num == 0.0
-    # Build the whole model without memory (weights are not initialised).
+    # Build the whole model without memory (weights are not initialized).
     cfg.model.backbone.init_cfg = None
     with torch.device('meta'):
         model = MODELS.build(cfg.model)

@@ -52,13 +52,13 @@ def test_visible_patch_predictions_do_not_change_the_loss():
     assert head.loss(pred, images, torch.zeros_like(mask)) == 0
 
 
-def test_norm_pix_removes_patch_colour():
+def test_norm_pix_removes_patch_color():
     images = torch.zeros(1, 3, 4, 4)
     images[:, 0] = 5.0  # a flat red image
     images[:, :, 0, 0] += 1.0
     plain, normed = RectMAEHead(2).target(images), RectMAEHead(
         2, norm_pix=True).target(images)
-    assert plain[0, 1].mean() > 1  # the colour is in the plain target
+    assert plain[0, 1].mean() > 1  # the color is in the plain target
     assert torch.allclose(normed.mean(-1), torch.zeros(1, 4), atol=1e-5)
 
 
@@ -132,7 +132,7 @@ def test_koleo_hand_computed():
         koleo_loss(torch.ones(1, 2))
 
 
-def test_dino_head_normalised_prototypes_and_freezing():
+def test_dino_head_normalized_prototypes_and_freezing():
     torch.manual_seed(0)
     head = DINOHead(8, hidden_channels=16, bottleneck_channels=4,
                     num_prototypes=5)

@@ -127,14 +127,14 @@ class LoadDenseAnnotations(BaseTransform):
     normals; depth that is NaN and, with ``depth_invalid='nonpositive'``
     (default), also +-inf and <= 0. The official code masks only NaN depth
     (``depth_invalid='nan'``), so inf and <= 0 depth reach the targets there.
-    Normals are re-normalised to unit length (official); files whose
+    Normals are re-normalized to unit length (official); files whose
     normals are mostly far from unit length (more than half the masked
-    pixels off by more than ``normal_norm_tolerance``, e.g. colours in
+    pixels off by more than ``normal_norm_tolerance``, e.g. colors in
     [0, 1] instead of vectors) raise instead of being silently rescaled.
 
     Args:
         depth_invalid: ``'nonpositive'`` or ``'nan'`` (official).
-        normal_norm_tolerance: see above; None re-normalises anything.
+        normal_norm_tolerance: see above; None re-normalizes anything.
         skip_bad: return None (skip the sample, count it in
             :attr:`skipped` and log it: the first ten, then the 100th,
             1000th, ...) instead of raising on a bad file.
@@ -165,8 +165,8 @@ class LoadDenseAnnotations(BaseTransform):
             raise DenseFileError(
                 f'Normals {path} are not unit vectors: the median length over '
                 f'the mask is {np.median(norm_in):.3f}. Expected camera-frame '
-                'unit normals; a file of colours c in [0, 1] needs n = 2c - 1 '
-                'first. Set normal_norm_tolerance=None to re-normalise anyway.')
+                'unit normals; a file of colors c in [0, 1] needs n = 2c - 1 '
+                'first. Set normal_norm_tolerance=None to re-normalize anyway.')
         out = np.where(valid[..., None], normal / np.where(valid, norm, 1)[
             ..., None], 0.0).astype(np.float32)
         return out, valid

@@ -2,7 +2,7 @@
 
 Photometric distortion, Gaussian blur and Gaussian noise reuse
 ``mmseg.PhotoMetricDistortion``, ``SegRandomGaussianBlur`` and
-``SegRandomGaussianNoise`` (same behaviour as the official ones).
+``SegRandomGaussianNoise`` (same behavior as the official ones).
 """
 from typing import Sequence
 

@@ -9,7 +9,7 @@ from sapiens2_mm.registry import TRANSFORMS
 
 @TRANSFORMS.register_module()
 class NormalGenerateTarget(BaseTransform):
-    """Re-normalise ``gt_normal`` to unit length inside ``gt_mask`` and set
+    """Re-normalize ``gt_normal`` to unit length inside ``gt_mask`` and set
     the other pixels to ``background_value`` (official
     ``NormalGenerateTarget``, -1000; None keeps them).
 

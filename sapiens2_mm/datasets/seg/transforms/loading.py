@@ -58,7 +58,7 @@ class LoadSegAnnotations(LoadAnnotations):
         if seg.ndim != 2:
             raise ValueError(
                 f'Label map {path!r} has shape {seg.shape}; expected a '
-                'single-channel (H, W) PNG of class indices, not a colour '
+                'single-channel (H, W) PNG of class indices, not a color '
                 'rendering.')
         values = np.unique(seg)
         bad = values[(values >= self.num_classes) & (values != self.ignore_index)]

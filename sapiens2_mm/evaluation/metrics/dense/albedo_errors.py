@@ -7,7 +7,7 @@ import torch.nn.functional as F
 
 def gaussian_window(size: int = 11, sigma: float = 1.5,
                     dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """Normalised (size, size) Gaussian window."""
+    """Normalized (size, size) Gaussian window."""
     ax = torch.arange(size, dtype=dtype) - (size - 1) / 2.0
     yy, xx = torch.meshgrid(ax, ax, indexing='ij')
     window = torch.exp(-(xx * xx + yy * yy) / (2 * sigma * sigma))
@@ -18,7 +18,7 @@ def masked_ssim_sum(pred: torch.Tensor, gt: torch.Tensor, mask: torch.Tensor,
                     data_range: float) -> Tuple[float, float]:
     """Sum and count of the masked SSIM map (official ``AlbedoEvaluator``).
 
-    Local statistics are mask-normalised, ``conv(x m) / max(conv(m), 1e-8)``
+    Local statistics are mask-normalized, ``conv(x m) / max(conv(m), 1e-8)``
     with an 11x11 Gaussian (sigma 1.5, zero padding); C1 = (0.01 R)^2,
     C2 = (0.03 R)^2; the SSIM map is averaged over channels and summed over
     the windows where ``conv(m) > 0.5``.
@@ -106,7 +106,7 @@ def scale_invariant_mse(pred: torch.Tensor, gt: torch.Tensor,
 
 def local_mse(pred: torch.Tensor, gt: torch.Tensor, mask: torch.Tensor,
               window: int = 20, stride: int = 10) -> float:
-    """LMSE (Grosse et al. 2009): local si-MSE, normalised.
+    """LMSE (Grosse et al. 2009): local si-MSE, normalized.
 
     Windows of ``window`` x ``window`` pixels every ``stride`` pixels (from
     the top-left corner; windows that do not fit are not used; an image

@@ -33,9 +33,9 @@ def clamp_unit(pred: torch.Tensor) -> torch.Tensor:
 
 @METRICS.register_module()
 class AlbedoMetric(BaseDenseMetric):
-    """Albedo errors over the GT mask, in the colour space of the data.
+    """Albedo errors over the GT mask, in the color space of the data.
 
-    Colour space: the values as given, i.e. sRGB-encoded albedo in [0, 1]
+    Color space: the values as given, i.e. sRGB-encoded albedo in [0, 1]
     (the albedo PNGs divided by 255, as the datasets read them); no
     linearisation. The prediction is scored raw (unclamped), as officially;
     ``clamp_pred=True`` clamps it to [0, 1] first (what the demo outputs).

@@ -12,7 +12,7 @@ _RAD_TO_DEG = 180.0 / math.pi
 
 def unit_vectors(vectors: torch.Tensor, dim: int, eps: float = 1e-6
                  ) -> torch.Tensor:
-    """``v / max(||v||, eps)`` along ``dim`` (the official normalisation)."""
+    """``v / max(||v||, eps)`` along ``dim`` (the official normalization)."""
     return vectors / vectors.norm(dim=dim, keepdim=True).clamp_min(eps)
 
 

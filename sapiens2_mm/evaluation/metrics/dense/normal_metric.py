@@ -47,7 +47,7 @@ class NormalMetric(BaseDenseMetric):
     turns it off) and ``extra/normal_mae_per_image`` (mean over images of the
     per-image mean angle).
 
-    Predictions and GT are normalised (``v / max(||v||, 1e-6)``), so
+    Predictions and GT are normalized (``v / max(||v||, 1e-6)``), so
     non-unit GT normals (e.g. after a bilinear resize) are accepted as
     directions. GT normals inside the mask that are not finite or shorter
     than ``min_gt_norm`` carry no direction: those pixels are left out and

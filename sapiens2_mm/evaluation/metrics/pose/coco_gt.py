@@ -72,7 +72,7 @@ def build_gt(images: Iterable, annotations: Iterable[dict],
         category_ids: category ids of the GT set.
         keypoint_field: see :func:`annotation_keypoints`.
         num_keypoints: K.
-        use_area: normalise OKS by the annotation ``area``; otherwise by
+        use_area: normalize OKS by the annotation ``area``; otherwise by
             0.53 x the box area (xtcocotools' rule for sets without area).
         source: where the annotations come from, for error messages.
     """
@@ -99,7 +99,7 @@ def build_gt(images: Iterable, annotations: Iterable[dict],
                     if 'area' not in ann:
                         raise KeyError(
                             f'Annotation id={ann.get("id")} in {source} has no '
-                            "'area'; set use_area=False to normalise OKS by "
+                            "'area'; set use_area=False to normalize OKS by "
                             '0.53 x box area instead.')
                     areas[j] = ann['area']
                 else:

@@ -64,7 +64,7 @@ class KeypointOKSMetric(BaseMetric):
         parts: optional ``{name: keypoint ids}``; each part is also evaluated
             with the sigmas of its ids, and reported as ``'{name}/AP'`` and
             ``'{name}/AR'``.
-        use_area: normalise OKS by the GT ``area`` (else 0.53 x box area).
+        use_area: normalize OKS by the GT ``area`` (else 0.53 x box area).
         score_mode: instance score, see :func:`instance_scores`.
         keypoint_score_thr: keypoint score threshold of ``'bbox_keypoint'``.
         nms_mode: ``'oks_nms'`` or ``'none'``.

@@ -205,7 +205,7 @@ class DenseHeadBase(BaseModule, metaclass=ABCMeta):
                 print_log(
                     f'{owner}: prediction {tuple(pred.shape[2:])} resized to '
                     f'the target size {tuple(target.shape[2:])} for the loss '
-                    '(official behaviour; training inputs should match).',
+                    '(official behavior; training inputs should match).',
                     logger='current', level=30)
                 self._warned_resize = True
             pred = F.interpolate(pred, size=target.shape[2:], mode='bilinear',

@@ -9,8 +9,8 @@ from .dense_head_base import DenseHeadBase, check_option
 from .letterbox import to_original_size
 
 #: When ``pred_normal`` is made unit length: 'before_resize' (the official
-#: demo: at network resolution, then crop and resize, not re-normalised) or
-#: 'after_resize' (crop, resize, then normalise: every output pixel exactly
+#: demo: at network resolution, then crop and resize, not re-normalized) or
+#: 'after_resize' (crop, resize, then normalize: every output pixel exactly
 #: unit length).
 NORMALIZE_ORDERS = ('before_resize', 'after_resize')
 # The official demo divides by the norm clamped at 1e-8.
@@ -30,7 +30,7 @@ class NormalHead(DenseHeadBase):
 
     InstanceNorm2d (no affine, no keys) after every conv. The output is the raw
     3-vector per pixel, not unit length (official); the cosine loss, the
-    metrics and :meth:`postprocess_sample` normalise it.
+    metrics and :meth:`postprocess_sample` normalize it.
 
     Args:
         in_channels: backbone channels C.
@@ -43,11 +43,11 @@ class NormalHead(DenseHeadBase):
             length (:data:`NORMALIZE_ORDERS`). ``'before_resize'`` (default)
             is the official demo: unit length at network resolution, then the
             letterbox is cropped and the map resized bilinearly, and not
-            re-normalised (between network pixels the vectors are slightly
+            re-normalized (between network pixels the vectors are slightly
             shorter than 1; the saved maps equal the official ones).
-            ``'after_resize'`` normalises after the resize: every pixel is
+            ``'after_resize'`` normalizes after the resize: every pixel is
             exactly unit length, for code that assumes it (e.g. angles by
-            dot products without normalising).
+            dot products without normalizing).
         **kwargs: :class:`DenseHeadBase` arguments.
 
     Shapes:

@@ -23,7 +23,7 @@ NORM_TYPES = ('instance', 'rms')
 
 
 def build_norm2d(norm: str, channels: int) -> nn.Module:
-    """The decoder's per-stage normalisation.
+    """The decoder's per-stage normalization.
 
     Args:
         norm: ``'instance'`` (InstanceNorm2d, affine=False) or ``'rms'``

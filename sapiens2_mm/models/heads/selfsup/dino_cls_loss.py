@@ -29,14 +29,14 @@ def sinkhorn_knopp(logits: torch.Tensor, temperature: float,
     Args:
         logits: (B_local, K) teacher scores.
         temperature: teacher temperature T.
-        num_iterations: alternating normalisations (3 in DINOv2).
+        num_iterations: alternating normalizations (3 in DINOv2).
 
     Returns:
         (B_local, K): rows sum to 1; over the global batch each column sums to
         about B / K (exactly after convergence).
     """
     logits = logits.float()
-    # A shift shared by all processes cancels in the normalisation and keeps
+    # A shift shared by all processes cancels in the normalization and keeps
     # exp() finite at low temperatures.
     shift = logits.max().detach().clone()
     if dist.get_world_size() > 1:

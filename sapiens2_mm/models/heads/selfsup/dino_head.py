@@ -9,15 +9,15 @@ from ....registry import MODELS
 
 @MODELS.register_module()
 class DINOHead(BaseModule):
-    """MLP -> bottleneck -> L2 norm -> weight-normalised prototypes.
+    """MLP -> bottleneck -> L2 norm -> weight-normalized prototypes.
 
-    The prototype layer is a bias-free linear map whose rows are L2-normalised
+    The prototype layer is a bias-free linear map whose rows are L2-normalized
     on every call: DINO's ``weight_norm`` layer with its gain fixed to 1
     (``norm_last_layer=True``). While ``freeze_prototypes`` is set (the first
     iterations of training, set by :class:`PretrainScheduleHook`), the
     prototypes receive an exact zero gradient. The parameter stays in the graph
     (DDP needs every parameter used); AdamW's weight decay then only rescales
-    the rows, which the normalisation cancels.
+    the rows, which the normalization cancels.
 
     Args:
         in_channels: backbone width C.

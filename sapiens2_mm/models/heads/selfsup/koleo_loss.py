@@ -7,7 +7,7 @@ from ....registry import MODELS
 
 
 def koleo_loss(x: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
-    """``-mean_i log(min_{j != i} ||x_i - x_j|| + eps)`` on L2-normalised rows.
+    """``-mean_i log(min_{j != i} ||x_i - x_j|| + eps)`` on L2-normalized rows.
 
     Args:
         x: (B, D) features, B >= 2.

@@ -46,11 +46,11 @@ class RectMAEHead(BaseModule):
 
     Args:
         patch_size: p.
-        norm_pix: normalise each target patch by its own mean and variance
-            (MAE's ``norm_pix_loss``). Default False: per-patch normalisation
-            removes each patch's mean colour and contrast, and Sapiens2's dense
-            tasks (albedo, normals, body-part segmentation) need colour and
-            shading, so the default target is the image itself (normalised
+        norm_pix: normalize each target patch by its own mean and variance
+            (MAE's ``norm_pix_loss``). Default False: per-patch normalization
+            removes each patch's mean color and contrast, and Sapiens2's dense
+            tasks (albedo, normals, body-part segmentation) need color and
+            shading, so the default target is the image itself (normalized
             once per channel by the data preprocessor).
         eps: variance floor of ``norm_pix``.
         loss_weight: multiplier of the loss.
@@ -79,7 +79,7 @@ class RectMAEHead(BaseModule):
 
         Args:
             pred: (B, N, p*p*C) decoder output.
-            images: (B, C, H, W) the student's (normalised) input.
+            images: (B, C, H, W) the student's (normalized) input.
             mask: (B, N) bool, True = hidden from the encoder (scored).
 
         Returns:

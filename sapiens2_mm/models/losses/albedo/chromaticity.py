@@ -1,4 +1,4 @@
-"""Brightness-invariant colour term of the official albedo loss."""
+"""Brightness-invariant color term of the official albedo loss."""
 import torch
 
 from ....registry import MODELS

@@ -16,12 +16,12 @@ from ..dense_ops import (
 class NormalCosineSimilarityLoss(DenseLossBase):
     """``w * sum_M (1 - cos(pred, target)) / M.sum()``.
 
-    Both maps are L2-normalised over channels first (``F.normalize``, eps
+    Both maps are L2-normalized over channels first (``F.normalize``, eps
     1e-6), so the head's output does not need to be unit length.
 
     Args:
         loss_weight: w (official 10).
-        eps: normalisation eps.
+        eps: normalization eps.
         loss_name: official ``'loss_cosine_sim'``.
     """
 

@@ -1,6 +1,6 @@
 """Pointmap losses: the seven official terms (L1 x2, multiscale L1 x1, SiLog
 x1, intrinsics consistency x1, shift-invariant L1 x1, normal x2, scale L1 x4)."""
-from .depth_normalised_l1 import (
+from .depth_normalized_l1 import (
     PointmapL1Loss,
     PointmapMultiscaleL1Loss,
     PointmapShiftInvariantL1Loss,

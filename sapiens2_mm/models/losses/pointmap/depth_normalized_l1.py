@@ -20,15 +20,15 @@ from ..dense_ops import (
 )
 
 
-class _DepthNormalisedL1Base(DenseLossBase):
-    """Shared set-up: depth normalisation, weighting and the clamp."""
+class _DepthNormalizedL1Base(DenseLossBase):
+    """Shared set-up: depth normalization, weighting and the clamp."""
 
     def __init__(self, loss_weight: float, loss_name: str,
                  max_value: Optional[float]):
         super().__init__(loss_weight, loss_name)
         self.max_value = max_value
 
-    def _normalised(self, pred, target, valid_mask, context):
+    def _normalized(self, pred, target, valid_mask, context):
         check_same_shape(pred, target, type(self).__name__)
         mean_depth = self.require(context, 'mean_depth', type(self).__name__)
         mean_depth = mean_depth.reshape(-1, 1, 1, 1)
@@ -43,7 +43,7 @@ class _DepthNormalisedL1Base(DenseLossBase):
 
 
 @MODELS.register_module()
-class PointmapL1Loss(_DepthNormalisedL1Base):
+class PointmapL1Loss(_DepthNormalizedL1Base):
     """``min(w * sum_M |p/m - g/m| / M.sum(), max_value)``, m = mean GT depth.
 
     Args:
@@ -60,14 +60,14 @@ class PointmapL1Loss(_DepthNormalisedL1Base):
     def forward(self, pred: torch.Tensor, target: torch.Tensor,
                 valid_mask: torch.Tensor, **context) -> torch.Tensor:
         """(B, 3, H, W) canonical pointmaps; context ``mean_depth``."""
-        pred, target, mask = self._normalised(pred, target, valid_mask,
+        pred, target, mask = self._normalized(pred, target, valid_mask,
                                               context)
         return self._finish(masked_l1(pred, target, mask))
 
 
 @MODELS.register_module()
-class PointmapMultiscaleL1Loss(_DepthNormalisedL1Base):
-    """The depth-normalised L1 after up-sampling by ``scale_factor``.
+class PointmapMultiscaleL1Loss(_DepthNormalizedL1Base):
+    """The depth-normalized L1 after up-sampling by ``scale_factor``.
 
     Prediction and GT are resized bilinearly (``align_corners=False``), the
     mask with nearest neighbours; the official config uses x2.
@@ -96,7 +96,7 @@ class PointmapMultiscaleL1Loss(_DepthNormalisedL1Base):
     def forward(self, pred: torch.Tensor, target: torch.Tensor,
                 valid_mask: torch.Tensor, **context) -> torch.Tensor:
         """(B, 3, H, W) canonical pointmaps; context ``mean_depth``."""
-        pred, target, mask = self._normalised(pred, target, valid_mask,
+        pred, target, mask = self._normalized(pred, target, valid_mask,
                                               context)
         # Non-finite GT (never official data) would spread through the resize.
         target = torch.where(torch.isfinite(target), target,
@@ -111,8 +111,8 @@ class PointmapMultiscaleL1Loss(_DepthNormalisedL1Base):
 
 
 @MODELS.register_module()
-class PointmapShiftInvariantL1Loss(_DepthNormalisedL1Base):
-    """The depth-normalised L1 after removing each map's masked centroid.
+class PointmapShiftInvariantL1Loss(_DepthNormalizedL1Base):
+    """The depth-normalized L1 after removing each map's masked centroid.
 
     Centroid per sample and channel: ``sum_M x / (M.sum() + 1e-6)``.
 
@@ -137,7 +137,7 @@ class PointmapShiftInvariantL1Loss(_DepthNormalisedL1Base):
     def forward(self, pred: torch.Tensor, target: torch.Tensor,
                 valid_mask: torch.Tensor, **context) -> torch.Tensor:
         """(B, 3, H, W) canonical pointmaps; context ``mean_depth``."""
-        pred, target, mask = self._normalised(pred, target, valid_mask,
+        pred, target, mask = self._normalized(pred, target, valid_mask,
                                               context)
         return self._finish(masked_l1(self._centred(pred, mask),
                                       self._centred(target, mask), mask))
