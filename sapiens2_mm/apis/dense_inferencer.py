@@ -21,9 +21,9 @@ import numpy as np
 from mmengine.dataset import pseudo_collate
 
 from .base_inferencer import BaseInferencer
-from .dense_results import DenseResult
 from .foreground import SegDirMasks, SegModelMasks
 from .inputs import Frame
+from .results import DenseResult
 
 
 def foreground_source(seg_dir: Optional[str] = None, fg_seg=None,

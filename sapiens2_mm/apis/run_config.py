@@ -26,6 +26,7 @@ import torch
 from mmengine.config import Config, DictAction
 from mmengine.device import get_device
 
+from ..runtime.precision import check_dtype
 from ..utils.cfg_options import apply_cfg_options
 from ..utils.output_paths import (
     OutputPathError,
@@ -34,7 +35,6 @@ from ..utils.output_paths import (
 )
 from ..utils.safe_torch_load import allow_mmengine_checkpoint_globals
 from ..utils.work_dir import checkpoint_problem, find_resume_checkpoint
-from .precision import check_dtype
 from .tasks import config_task, find_task
 
 AMP_DTYPE = 'bfloat16'  # bf16: fp16 overflows in ViT heads
