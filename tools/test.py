@@ -212,7 +212,7 @@ def build_cfg(args: argparse.Namespace) -> Config:
     if args.dtype != 'fp32':
         import torch
 
-        from sapiens2_mm.apis.precision import check_dtype
+        from sapiens2_mm.runtime.precision import check_dtype
         try:  # mmengine's runner uses the GPU when there is one
             check_dtype(args.dtype,
                         'cuda' if torch.cuda.is_available() else 'cpu')

@@ -6,7 +6,6 @@
 """
 from .base_inferencer import BaseInferencer, inference_pipeline
 from .dense_inferencer import DenseInferencer
-from .dense_results import DenseResult
 from .inferencer_factory import build_inferencer
 from .init_model import init_model, load_config, load_task_checkpoint
 from .inputs import Frame, FrameReader, batched
@@ -15,7 +14,7 @@ from .pipelined_runner import PipelinedRunner
 from .ply import write_ply
 from .pose_inferencer import PoseInferencer
 from .render_stage import render_frames
-from .results import PoseResult, SegResult
+from .results import DenseResult, PoseResult, SegResult
 from .run_index import InferenceIndex
 from .seg_inferencer import SegInferencer
 from .tasks import BaseTask, config_task, find_task, get_task, task_names

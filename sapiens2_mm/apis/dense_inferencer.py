@@ -22,9 +22,9 @@ from mmengine.dataset import pseudo_collate
 
 from ..structures import dense_outputs
 from .base_inferencer import BaseInferencer
-from .dense_results import DenseResult
 from .foreground import SegDirMasks, SegModelMasks
 from .inputs import Frame
+from .results import DenseResult
 
 
 def foreground_source(seg_dir: Optional[str] = None, fg_seg=None,

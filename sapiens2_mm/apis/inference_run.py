@@ -22,7 +22,7 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Tuple
 
-from .devices import check_device
+from ..runtime.devices import check_device
 from .inputs import FrameReader
 from .ordered_pool import default_workers
 from .pipelined_runner import PipelinedRunner

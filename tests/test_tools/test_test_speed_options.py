@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from sapiens2_mm.apis import init_model
-from sapiens2_mm.apis.compile import CompileFallbackWarning
 from sapiens2_mm.engine.hooks import InferenceSpeedHook
+from sapiens2_mm.runtime.compilation import CompileFallbackWarning
 from tests.test_apis.tiny_configs import tiny_config
 
 from .workflow_utils import WORKFLOW_CFG, load_tool
