@@ -50,7 +50,7 @@ class BaseInferencer(metaclass=ABCMeta):
         flip_test: average with the horizontally flipped input; ``None`` keeps
             the config's setting.
         compile: ``torch.compile`` the network (see
-            :func:`~sapiens2_mm.apis.compile.compile_model`).
+            :func:`~sapiens2_mm.runtime.compilation.compile_model`).
         dtype: ``'fp32'`` or ``'bf16'`` (autocast).
     """
     task: str = ''
@@ -66,7 +66,7 @@ class BaseInferencer(metaclass=ABCMeta):
             model = init_model(model, checkpoint, device, compile=compile,
                                dtype=dtype)
         elif compile or dtype != 'fp32':
-            from .speedups import apply_speedups
+            from ..runtime.speedups import apply_speedups
             apply_speedups(model, compile=compile, dtype=dtype)
         if getattr(model, 'task', self.task) != self.task:
             raise ValueError(

@@ -22,7 +22,7 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Tuple
 
-from .devices import check_device
+from ..runtime.devices import check_device
 from .inputs import FrameReader
 from .run_index import INDEX_NAME, InferenceIndex, file_identity
 from .runner import default_workers, render_frames

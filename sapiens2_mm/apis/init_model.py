@@ -88,10 +88,10 @@ def init_model(config: ConfigType,
             unknown keys raise ``UnknownConfigKeyError``, see
             :mod:`sapiens2_mm.utils.cfg_options`).
         compile: ``torch.compile`` the backbone / neck / head
-            (:func:`~sapiens2_mm.apis.compile.compile_model`; eager with a
+            (:func:`~sapiens2_mm.runtime.compilation.compile_model`; eager with a
             warning where no compiler is available).
         dtype: ``'fp32'`` or ``'bf16'`` (autocast, see
-            :mod:`sapiens2_mm.apis.precision`).
+            :mod:`sapiens2_mm.runtime.precision`).
 
     Returns:
         The model in eval mode on ``device`` with ``model.cfg`` (the config),
@@ -122,6 +122,6 @@ def init_model(config: ConfigType,
     model.task = task
     model.dataset_meta = meta
     model = model.to(device).eval()
-    from .speedups import apply_speedups
+    from ..runtime.speedups import apply_speedups
     apply_speedups(model, compile=compile, dtype=dtype)
     return model

@@ -12,12 +12,12 @@ import torch
 from mmengine.config import Config
 from safetensors.torch import load_file
 
-from sapiens2_mm.apis.compile import (
+from sapiens2_mm.registry import MODELS
+from sapiens2_mm.runtime.compilation import (
     CompileFallbackWarning,
     compile_model,
     compiler_problem,
 )
-from sapiens2_mm.registry import MODELS
 from tests.conftest import PARITY_DIR, REPO_DIR
 
 TOLERANCE = 1e-5

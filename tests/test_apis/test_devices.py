@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from sapiens2_mm.apis.devices import check_device
+from sapiens2_mm.runtime.devices import check_device
 
 
 def test_cpu_passes():

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from sapiens2_mm.apis import init_model
-from sapiens2_mm.apis.precision import (
+from sapiens2_mm.runtime.precision import (
     bf16_problem,
     check_dtype,
     set_inference_dtype,

@@ -49,22 +49,22 @@ from torch.utils.flop_counter import FlopCounterMode
 sys.path.insert(0, osp.join(osp.dirname(osp.abspath(__file__)), '..', '..'))
 
 from sapiens2_mm.apis import BoxFile, FrameReader, init_model  # noqa: E402
-from sapiens2_mm.apis.compile import (  # noqa: E402
-    COMPILED_PARTS,
-    compile_model,
-)
 from sapiens2_mm.apis.inputs import Frame  # noqa: E402
-from sapiens2_mm.apis.precision import (  # noqa: E402
-    bf16_problem,
-    check_dtype,
-    set_inference_dtype,
-)
 from sapiens2_mm.apis.runner import (  # noqa: E402
     default_workers,
     render_frames,
 )
 from sapiens2_mm.apis.tasks import get_task  # noqa: E402
 from sapiens2_mm.apis.writers import OutputLayout, write_image  # noqa: E402
+from sapiens2_mm.runtime.compilation import (  # noqa: E402
+    COMPILED_PARTS,
+    compile_model,
+)
+from sapiens2_mm.runtime.precision import (  # noqa: E402
+    bf16_problem,
+    check_dtype,
+    set_inference_dtype,
+)
 
 
 def parse_args(argv=None) -> argparse.Namespace:

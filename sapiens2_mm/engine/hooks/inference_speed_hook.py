@@ -4,11 +4,12 @@ from mmengine.hooks import Hook
 from mmengine.model import is_model_wrapper
 
 from ...registry import HOOKS
+from ...runtime import DTYPES, apply_speedups
 
 
 @HOOKS.register_module()
 class InferenceSpeedHook(Hook):
-    """Apply :func:`sapiens2_mm.apis.speedups.apply_speedups` before testing.
+    """Apply :func:`sapiens2_mm.runtime.speedups.apply_speedups` before testing.
 
     The backbone / neck / head forwards are compiled and/or wrapped in
     autocast in place, so the model's ``test_step`` (and flip test, decoding,
@@ -27,7 +28,6 @@ class InferenceSpeedHook(Hook):
     priority = 'LOW'
 
     def __init__(self, compile: bool = False, dtype: str = 'fp32') -> None:
-        from sapiens2_mm.apis.precision import DTYPES
         if dtype not in DTYPES:
             raise ValueError(f'InferenceSpeedHook dtype must be one of '
                              f'{sorted(DTYPES)}, got {dtype!r}.')
@@ -37,7 +37,6 @@ class InferenceSpeedHook(Hook):
     def _apply(self, runner) -> None:
         if self.applied:
             return
-        from sapiens2_mm.apis.speedups import apply_speedups
         model = runner.model.module if is_model_wrapper(
             runner.model) else runner.model
         apply_speedups(model, compile=self.compile, dtype=self.dtype)

@@ -1,9 +1,7 @@
 """Model wrappers where the mmpose/mmseg classes do not fit (imports mmseg)."""
 from .dense_estimator import DenseEstimator
-from .dense_flip_tta import DenseFlipTTAModel
 from .seg_flip_tta import SegFlipTTAModel, merge_flip_views, swap_channels
 
 __all__ = [
-    'DenseEstimator', 'DenseFlipTTAModel', 'SegFlipTTAModel', 'swap_channels',
-    'merge_flip_views'
+    'DenseEstimator', 'SegFlipTTAModel', 'merge_flip_views', 'swap_channels'
 ]

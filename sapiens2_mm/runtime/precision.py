@@ -105,14 +105,14 @@ def set_inference_dtype(model: torch.nn.Module, dtype: str = 'fp32',
     """Run the backbone / neck / head of ``model`` in ``dtype`` from now on.
 
     The forwards of the parts named in
-    :data:`~sapiens2_mm.apis.compile.COMPILED_PARTS` (or of a bare network)
+    :data:`~sapiens2_mm.runtime.compilation.COMPILED_PARTS` (or of a bare network)
     run under autocast; their outputs are returned as fp32. fp32 leaves the
     model as it is.
 
     Raises:
         ValueError: see :func:`check_dtype`.
     """
-    from .compile import COMPILED_PARTS
+    from .compilation import COMPILED_PARTS
     param = next(model.parameters(), None)
     device = param.device if param is not None else torch.device('cpu')
     torch_dtype = check_dtype(dtype, device, allow_emulated)

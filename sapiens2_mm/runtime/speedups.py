@@ -2,7 +2,7 @@
 ``--dtype``) used by ``init_model``, the inferencers and the tools."""
 from torch import nn
 
-from .compile import compile_model
+from .compilation import compile_model
 from .precision import check_dtype, set_inference_dtype
 
 
