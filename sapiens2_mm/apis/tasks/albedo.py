@@ -37,7 +37,6 @@ class AlbedoTask(DenseTask):
     """Albedo with the Sapiens2 AlbedoHead."""
     summary = 'albedo (RGB reflectance in [0, 1] per pixel)'
     inferencer = AlbedoInferencer
-    checkpoint_marker = 'conv_albedo.weight'
     head_types = ('AlbedoHead', )
     drawn_field = 'pred_albedo'
     postprocess_flags = {'--clamp': (

@@ -33,7 +33,6 @@ class DenseTask(BaseTask):
         drawn_field: the prediction field its drawings show.
     """
     head_types: Sequence[str] = ()
-    official_renames: dict = {}
     postprocess_flags: Dict[str, Tuple[str, Sequence[str], str]] = {}
     drawn_field = ''
 

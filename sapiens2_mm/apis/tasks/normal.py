@@ -36,7 +36,6 @@ class NormalTask(DenseTask):
     """Surface normals with the Sapiens2 NormalHead."""
     summary = 'surface normals (unit vectors per pixel, camera frame)'
     inferencer = NormalInferencer
-    checkpoint_marker = 'conv_normal.weight'
     head_types = ('NormalHead', )
     drawn_field = 'pred_normal'
     postprocess_flags = {'--normalize': (

@@ -111,7 +111,6 @@ class PointmapTask(DenseTask):
     """Metric pointmaps (+ canonical scale) with the Sapiens2 PointmapHead."""
     summary = 'metric pointmap, depth, point cloud and focal length'
     inferencer = PointmapInferencer
-    checkpoint_marker = 'conv_pointmap.weight'
     head_types = ('PointmapHead', )
     drawn_field = 'pred_depth'
     postprocess_flags = {'--resize-smoothing': (
