@@ -1,4 +1,4 @@
-"""Dense predictions (normals, pointmap + scale, albedo) at the original size.
+"""Dense predictions (normals, pointmap + scale, albedo, ...) at the original size.
 
 The same steps, in the same order, as the official dense demos: letterbox
 the frame to the network size (the config's test pipeline,
@@ -20,6 +20,7 @@ from typing import List, Optional, Sequence, Tuple, Union
 import numpy as np
 from mmengine.dataset import pseudo_collate
 
+from ..structures import dense_outputs
 from .base_inferencer import BaseInferencer
 from .foreground import SegDirMasks, SegModelMasks
 from .inputs import Frame
@@ -66,8 +67,10 @@ def _hwc(sample, name: str) -> Optional[np.ndarray]:
 class DenseInferencer(BaseInferencer):
     """Run a :class:`~sapiens2_mm.models.estimators.DenseEstimator`.
 
-    Each task subclasses it with its ``task`` name (registered task
-    descriptions in :mod:`sapiens2_mm.apis.tasks`).
+    Each dense task runs it under its own name (``task``; the registered
+    task descriptions of :mod:`sapiens2_mm.apis.tasks` make the subclass);
+    the result holds the maps the task declares
+    (:mod:`sapiens2_mm.structures.dense_outputs`).
 
     With ``flip_test`` the mirrored frame is run too and the two raw outputs
     are merged by the head (mirror undone, x negated for normals and
@@ -148,18 +151,19 @@ class DenseInferencer(BaseInferencer):
             results.append(result)
         return results
 
-    @staticmethod
-    def _result(frame: Frame, sample) -> DenseResult:
-        depth = _hwc(sample, 'pred_depth')
+    def _result(self, frame: Frame, sample) -> DenseResult:
+        maps = {}
+        for field in dense_outputs(self.task).fields:
+            value = _hwc(sample, field.pred)
+            if value is not None:
+                maps[field.name] = value[..., 0] if field.channels == 1 \
+                    else value
         scale = sample.metainfo.get('pred_scale')
         focal = sample.metainfo.get('pred_focal_length')
         return DenseResult(
             name=frame.name,
             image_size=tuple(frame.image.shape[:2]),
-            normal=_hwc(sample, 'pred_normal'),
-            pointmap=_hwc(sample, 'pred_pointmap'),
-            depth=None if depth is None else depth[..., 0],
-            albedo=_hwc(sample, 'pred_albedo'),
+            maps=maps,
             scale=None if scale is None else float(scale),
             focal_length=None if focal is None else float(focal),
             video=frame.video,

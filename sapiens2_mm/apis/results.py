@@ -1,10 +1,12 @@
 """Structured inference results: pose, seg and the dense tasks (normal,
-pointmap, albedo)."""
+pointmap, albedo and any other declared dense task)."""
 import math
-from dataclasses import dataclass
-from typing import Optional, Tuple
+from dataclasses import dataclass, field
+from typing import Dict, Optional, Tuple
 
 import numpy as np
+
+from ..structures import dense_field
 
 
 @dataclass
@@ -80,19 +82,23 @@ class SegResult:
 class DenseResult:
     """Dense predictions of one frame at its original resolution.
 
-    Only the fields of the model's task are set.
+    The maps are those its task declares
+    (:mod:`sapiens2_mm.structures.dense_outputs`); each declared map is also
+    an attribute, None when the frame's task does not predict it:
+
+    * ``normal``: (H, W, 3) float32 unit normals, camera frame (x right, y
+      down, z forward).
+    * ``pointmap``: (H, W, 3) float32 metric points (metres), camera frame.
+    * ``depth``: (H, W) float32 metric depth (the pointmap's z).
+    * ``albedo``: (H, W, 3) float32 RGB albedo in [0, 1].
 
     Attributes:
         name: frame name (see :class:`~sapiens2_mm.apis.inputs.Frame`).
         image_size: (H, W) of the frame.
-        normal: (H, W, 3) float32 unit normals, camera frame (x right, y
-            down, z forward).
-        pointmap: (H, W, 3) float32 metric points (metres), camera frame.
-        depth: (H, W) float32 metric depth (the pointmap's z).
-        albedo: (H, W, 3) float32 RGB albedo in [0, 1].
-        scale: the predicted canonical scale s = 768 / fx.
+        maps: map name -> (H, W, C) float32 array, (H, W) for one channel.
+        scale: the predicted canonical scale s = 768 / fx (pointmap).
         focal_length: the estimated focal length of the frame in pixels,
-            768 / (s * r) with r the letterbox resize factor.
+            768 / (s * r) with r the letterbox resize factor (pointmap).
         video / frame_index: where the frame came from, for videos.
         foreground: (H, W) bool foreground mask, or None (whole frame); it
             affects drawings and point clouds only, never the arrays.
@@ -101,13 +107,18 @@ class DenseResult:
     """
     name: str
     image_size: Tuple[int, int]
-    normal: Optional[np.ndarray] = None
-    pointmap: Optional[np.ndarray] = None
-    depth: Optional[np.ndarray] = None
-    albedo: Optional[np.ndarray] = None
+    maps: Dict[str, np.ndarray] = field(default_factory=dict)
     scale: Optional[float] = None
     focal_length: Optional[float] = None
     video: Optional[str] = None
     frame_index: Optional[int] = None
     foreground: Optional[np.ndarray] = None
     foreground_source: Optional[str] = None
+
+    def __getattr__(self, name: str):
+        # only reached for names that are not fields: declared maps
+        if not name.startswith('_') and name != 'maps' and \
+                dense_field(name) is not None:
+            return self.maps.get(name)
+        raise AttributeError(f'{type(self).__name__} has no attribute '
+                             f'{name!r} (maps: {sorted(self.maps)}).')

@@ -1,4 +1,5 @@
-"""The data sample shared by the dense tasks (normal, pointmap, albedo).
+"""The data sample shared by the dense tasks (normal, pointmap, albedo, and
+any task declared in :mod:`sapiens2_mm.structures.dense_outputs`).
 
 One structure travels from the dense datasets through the estimator to the
 metrics and writers, so every piece agrees on the field names:
@@ -12,6 +13,7 @@ after the training transforms, or at the original size for evaluation):
 * ``gt_depth``: data (1, H, W) float32, metric depth (pointmap task).
 * ``gt_albedo``: data (3, H, W) float32, RGB albedo in [0, 1].
 * ``gt_mask``: data (1, H, W) bool, valid pixels.
+* ``gt_<name>`` of any other declared map (``dense_target_fields()``).
 
 Predictions (``PixelData``, at the original image size after the letterbox is
 removed): ``pred_normal`` (3, H, W), ``pred_pointmap`` (3, H, W),
@@ -27,10 +29,6 @@ collides with mmcv Resize's ``scale``), ``cam_extrinsics`` (4x4),
 ``gt_mean_depth`` (float).
 """
 from mmengine.structures import BaseDataElement
-
-#: Target fields the dense transforms act on (mmseg's ``seg_fields`` idea).
-DENSE_TARGET_FIELDS = ('gt_normal', 'gt_pointmap', 'gt_depth', 'gt_albedo',
-                       'gt_mask')
 
 
 class DenseDataSample(BaseDataElement):

@@ -20,11 +20,17 @@ then the closest to the float map).
 
 All functions return (H, W, 3) uint8 **BGR** images (what ``cv2.imwrite``
 expects), so a written PNG shows the colors above.
+
+Which map is drawn how is declared once per map
+(:class:`~sapiens2_mm.structures.DenseField` ``coloring``): a name of
+:data:`COLORINGS` or a :class:`Coloring` object of the task's own.
 """
 from typing import Optional, Tuple
 
 import cv2
 import numpy as np
+
+from ..structures import DenseField, dense_field, dense_fields
 
 # The official pointmap demo clamps its depth bounds to this range (metres).
 DEPTH_CLAMP = (0.1, 250.0)
@@ -35,10 +41,6 @@ LEGEND_HEIGHT = 24
 ROUNDINGS = ('truncate', 'round')
 #: What the background of a masked drawing shows.
 BACKGROUNDS = ('color', 'photo')
-#: The official demos' background colors (BGR) per drawn field.
-BACKGROUND_COLORS = {'pred_normal': (0, 0, 0),
-                      'pred_depth': (100, 100, 100),
-                      'pred_albedo': (100, 100, 100)}
 
 
 def mask_background(drawing: np.ndarray, foreground: Optional[np.ndarray],
@@ -174,28 +176,140 @@ def side_by_side(image: np.ndarray, *drawings: np.ndarray) -> np.ndarray:
     return np.concatenate(padded, axis=1)
 
 
-def color_dense_field(name: str, value: np.ndarray, image: np.ndarray,
-                       foreground: Optional[np.ndarray] = None,
-                       background: str = 'color',
-                       rounding: str = 'truncate',
-                       bounds: Optional[Tuple[float, float]] = None
-                       ) -> np.ndarray:
-    """(H, W, 3) uint8 BGR colors of one dense field (``pred_normal``,
-    ``pred_depth`` or ``pred_albedo``), background masked (module
-    docstring). ``bounds``: the depth bounds (default from the foreground).
+class Coloring:
+    """How one dense map becomes a drawing (subclass it for a new map).
+
+    Attributes:
+        background: BGR of a masked drawing outside the foreground.
     """
-    if name == 'pred_normal':
-        drawing = normal_to_bgr(value, rounding)
-    elif name == 'pred_albedo':
-        drawing = albedo_to_bgr(value, rounding)
-    elif name == 'pred_depth':
-        if bounds is None:
-            bounds = depth_range(value, foreground)
-        drawing = depth_to_bgr(value, bounds)
-    else:
+    background: Tuple[int, int, int] = (0, 0, 0)
+
+    def bounds(self, value: np.ndarray, foreground: Optional[np.ndarray]
+               ) -> Optional[Tuple[float, float]]:
+        """Value bounds of the colors (none by default)."""
+        return None
+
+    def colors(self, value: np.ndarray, rounding: str = 'truncate',
+               bounds: Optional[Tuple[float, float]] = None) -> np.ndarray:
+        """(H, W, 3) uint8 BGR colors of the map (channels last)."""
+        raise NotImplementedError
+
+    def panel(self, drawing: np.ndarray,
+              bounds: Optional[Tuple[float, float]] = None) -> np.ndarray:
+        """The drawing with its key below it (none by default)."""
+        return drawing
+
+    def panels(self, color, value: np.ndarray, gt: Optional[np.ndarray],
+               gt_mask: Optional[np.ndarray], foreground: Optional[np.ndarray],
+               rounding: str) -> Tuple[np.ndarray, Optional[np.ndarray]]:
+        """The prediction panel and the ground-truth panel (or None).
+
+        ``color(value, bounds)`` colors the prediction with the background
+        of the foreground mask; the ground truth is black outside
+        ``gt_mask``."""
+        pred = self.panel(color(value, None))
+        if gt is None:
+            return pred, None
+        return pred, _masked(self.panel(self.colors(gt, rounding)), gt_mask)
+
+
+class NormalColoring(Coloring):
+    """Normals: ``(n + 1) / 2 * 255``, the color key below."""
+
+    def colors(self, value, rounding='truncate', bounds=None):
+        return normal_to_bgr(value, rounding)
+
+    def panel(self, drawing, bounds=None):
+        return _normal_panel(drawing)
+
+
+class RGBColoring(Coloring):
+    """RGB in [0, 1] (albedo): ``255 * clamp(a, 0, 1)``, grey background."""
+    background = (100, 100, 100)
+
+    def colors(self, value, rounding='truncate', bounds=None):
+        return albedo_to_bgr(value, rounding)
+
+
+class InverseDepthColoring(Coloring):
+    """Metric depth: turbo colors of the inverse depth between near and far
+    bounds, the color bar below, grey background. With ground truth both
+    panels share the ground truth's bounds (equal colors, equal depths)."""
+    background = (100, 100, 100)
+
+    def bounds(self, value, foreground):
+        return depth_range(value, foreground)
+
+    def colors(self, value, rounding='truncate', bounds=None):
+        return depth_to_bgr(value, bounds)
+
+    def panel(self, drawing, bounds=None):
+        return _depth_panel(drawing, bounds)
+
+    def panels(self, color, value, gt, gt_mask, foreground, rounding):
+        if gt is not None:
+            gt = np.where(gt_mask, gt, 0.0) if gt_mask is not None else gt
+        bounds = depth_range(gt) if gt is not None else depth_range(
+            value, foreground)
+        pred = _depth_panel(color(value, bounds), bounds)
+        gt = None if gt is None else _depth_panel(depth_to_bgr(gt, bounds),
+                                                  bounds)
+        return pred, gt
+
+
+#: The colorings a :class:`~sapiens2_mm.structures.DenseField` can name.
+COLORINGS = {'normal': NormalColoring(), 'rgb': RGBColoring(),
+             'inverse_depth': InverseDepthColoring()}
+
+
+def coloring_of(field: DenseField) -> Coloring:
+    """The coloring declared for ``field``.
+
+    Raises:
+        ValueError: the map has no coloring, or an unknown coloring name.
+    """
+    coloring = field.coloring
+    if coloring is None:
+        raise ValueError(f'No coloring for {field.pred!r}.')
+    if isinstance(coloring, str):
+        if coloring not in COLORINGS:
+            raise ValueError(f'Map {field.name!r} names coloring '
+                             f'{coloring!r}; known: {sorted(COLORINGS)}.')
+        return COLORINGS[coloring]
+    return coloring
+
+
+def _channel_map(field: DenseField, value: np.ndarray) -> np.ndarray:
+    """A one-channel map as (H, W), others unchanged."""
+    if field.channels == 1 and value.ndim == 3:
+        return value[..., 0]
+    return value
+
+
+def color_dense_field(name: str, value: np.ndarray, image: np.ndarray,
+                      foreground: Optional[np.ndarray] = None,
+                      background: str = 'color',
+                      rounding: str = 'truncate',
+                      bounds: Optional[Tuple[float, float]] = None
+                      ) -> np.ndarray:
+    """(H, W, 3) uint8 BGR colors of one dense map (``pred_normal``,
+    ``pred_depth``, ``pred_albedo`` or another declared map), background
+    masked (module docstring). ``bounds``: the value bounds (default from
+    the foreground).
+
+    Raises:
+        ValueError: an undeclared map or one without a coloring.
+    """
+    field = dense_field(name)
+    if field is None:
         raise ValueError(f'No coloring for {name!r}.')
-    return mask_background(drawing, foreground, image,
-                           BACKGROUND_COLORS[name], background)
+    coloring = coloring_of(field)
+    value = _channel_map(field, value)
+    if bounds is None:
+        bounds = coloring.bounds(value, foreground)
+    drawing = coloring.colors(value, rounding, bounds)
+    return mask_background(drawing, foreground, image, coloring.background,
+                           background)
 
 
 def _depth_panel(depth_bgr: np.ndarray,
@@ -221,10 +335,6 @@ def _masked(drawing: np.ndarray, mask: Optional[np.ndarray]) -> np.ndarray:
     return out
 
 
-def _squeeze(depth: np.ndarray) -> np.ndarray:
-    return depth[..., 0] if depth.ndim == 3 else depth
-
-
 def draw_dense_prediction(image: np.ndarray, fields: dict,
                           gt_fields: Optional[dict] = None,
                           gt_mask: Optional[np.ndarray] = None,
@@ -232,9 +342,9 @@ def draw_dense_prediction(image: np.ndarray, fields: dict,
                           background: str = 'color',
                           rounding: str = 'truncate') -> np.ndarray:
     """``[image | prediction]``, or ``[image | prediction | ground truth]``
-    when ``gt_fields`` holds the matching target, for whichever dense
-    prediction ``fields`` holds, checked in the order ``pred_normal``,
-    ``pred_depth``, ``pred_albedo``.
+    when ``gt_fields`` holds the matching target, for the first declared map
+    with a coloring that ``fields`` holds (``pred_normal``, ``pred_depth``,
+    ``pred_albedo``, then the maps of other declared tasks).
 
     Normals get the color key under them, depth its color bar (prediction
     and ground truth share the ground truth's bounds, so equal colors are
@@ -244,8 +354,8 @@ def draw_dense_prediction(image: np.ndarray, fields: dict,
     Args:
         image: (H, W, 3) uint8 BGR input.
         fields: name -> (H, W, C) float array (channels last).
-        gt_fields: ``gt_normal`` / ``gt_depth`` / ``gt_albedo`` -> (H, W, C)
-            float arrays at the image size (others are ignored).
+        gt_fields: ``gt_<name>`` -> (H, W, C) float arrays at the image size
+            (only the drawn map's is used).
         gt_mask: (H, W) bool valid ground-truth pixels.
         foreground: (H, W) bool foreground of the prediction, or None (whole
             frame); depth bounds then come from the foreground.
@@ -254,39 +364,27 @@ def draw_dense_prediction(image: np.ndarray, fields: dict,
         rounding: see :func:`to_uint8`.
 
     Raises:
-        ValueError: none of the three fields is given.
+        ValueError: no drawable map is given.
     """
     gt_fields = gt_fields or {}
-
-    def color(name, value, bounds=None):
-        return color_dense_field(name, value, image, foreground, background,
-                                  rounding, bounds)
-
-    if fields.get('pred_normal') is not None:
-        pred = _normal_panel(color('pred_normal', fields['pred_normal']))
-        gt = gt_fields.get('gt_normal')
-        gt = None if gt is None else _masked(
-            _normal_panel(normal_to_bgr(gt, rounding)), gt_mask)
-    elif fields.get('pred_depth') is not None:
-        depth = _squeeze(fields['pred_depth'])
-        gt = gt_fields.get('gt_depth')
-        if gt is not None:
-            gt = _squeeze(gt)
-            gt = np.where(gt_mask, gt, 0.0) if gt_mask is not None else gt
-        bounds = depth_range(gt) if gt is not None else depth_range(
-            depth, foreground)
-        pred = _depth_panel(color('pred_depth', depth, bounds), bounds)
-        gt = None if gt is None else _depth_panel(depth_to_bgr(gt, bounds),
-                                                  bounds)
-    elif fields.get('pred_albedo') is not None:
-        pred = color('pred_albedo', fields['pred_albedo'])
-        gt = gt_fields.get('gt_albedo')
-        gt = None if gt is None else _masked(albedo_to_bgr(gt, rounding),
-                                             gt_mask)
-    else:
+    drawable = [f for f in dense_fields() if f.coloring is not None]
+    field = next((f for f in drawable if fields.get(f.pred) is not None),
+                 None)
+    if field is None:
+        expected = ', '.join(f.pred for f in drawable)
         raise ValueError(
             f'No dense prediction to draw; got fields {sorted(fields)}, '
-            'expected pred_normal, pred_depth or pred_albedo.')
+            f'expected one of {expected}.')
+    gt = gt_fields.get(field.gt)
+    gt = None if gt is None else _channel_map(field, gt)
+
+    def color(value, bounds):
+        return color_dense_field(field.pred, value, image, foreground,
+                                 background, rounding, bounds)
+
+    pred, gt = coloring_of(field).panels(
+        color, _channel_map(field, fields[field.pred]), gt, gt_mask,
+        foreground, rounding)
     if gt is None:
         return side_by_side(image, pred)
     from .legends import titled

@@ -62,7 +62,7 @@ def test_depth_colors_near_red_far_blue():
 
 def test_draw_needs_a_prediction_and_hook_needs_out_dir():
     image = np.zeros((4, 4, 3), np.uint8)
-    with pytest.raises(ValueError, match='pred_normal, pred_depth or '):
+    with pytest.raises(ValueError, match='pred_normal, pred_depth, pred_albedo'):
         draw_dense_prediction(image, {'pred_sem_seg': None})
     with pytest.raises(ValueError, match='needs out_dir'):
         DenseVisualizationHook(enable=True)

@@ -1,9 +1,10 @@
 """Registered task descriptions (``sapiens2_mm.registry.TASKS``).
 
-One module per task, each registering one :class:`BaseTask` subclass; a new
-task adds its module here (docs/inference.md, "Adding a task").
+One module per task family, each registering :class:`BaseTask` subclasses; a
+new task adds its module here (docs/inference.md, "Adding a task"). The dense
+tasks normal and albedo are their declared maps plus a few lines in
+``dense.py`` (docs/dense.md, "Adding a dense task").
 """
-from .albedo import AlbedoTask
 from .base import (
     BaseTask,
     config_task,
@@ -12,13 +13,13 @@ from .base import (
     task_names,
     visualization_hooks,
 )
-from .normal import NormalTask
+from .dense import AlbedoTask, DenseTask, NormalTask
 from .pointmap import PointmapTask
 from .pose import PoseTask
 from .seg import SegTask
 
 __all__ = [
     'BaseTask', 'config_task', 'find_task', 'get_task', 'task_names',
-    'visualization_hooks', 'PoseTask', 'SegTask', 'NormalTask', 'PointmapTask',
-    'AlbedoTask'
+    'visualization_hooks', 'PoseTask', 'SegTask', 'DenseTask', 'NormalTask',
+    'PointmapTask', 'AlbedoTask'
 ]

@@ -1,17 +1,26 @@
-"""What the dense tasks share: a DenseEstimator config recognised by its head.
+"""The dense tasks: a DenseEstimator config recognised by its head.
 
-Each dense task (its own module) subclasses :class:`DenseTask` with its head
-types, its checkpoint marker, its inferencer, its writer and its drawing.
-Official dense checkpoints keep their ``decode_head.`` prefix: the
-estimator calls its head ``decode_head`` too, so no key is renamed.
+A dense task is its declaration of maps (what it predicts, file suffixes,
+coloring, flip rule: :mod:`sapiens2_mm.structures.dense_outputs`) and one
+:class:`DenseTask` registration here with its head types, checkpoint marker
+and post-processing options; the inferencer, the writer (``<stem>_<map>.npy``
+and ``.png``) and the drawing come from the declaration. Normal and albedo
+need nothing more and are registered below; pointmap adds its point cloud
+and cameras file (``pointmap.py``). Official dense checkpoints keep their
+``decode_head.`` prefix: the estimator calls its head ``decode_head`` too, so
+no key is renamed.
 """
 import argparse
 import os.path as osp
-from typing import Dict, List, Optional, Sequence, Tuple
+from functools import lru_cache
+from typing import Dict, List, Optional, Sequence, Tuple, Type
 
 import numpy as np
 from mmengine.config import Config
 
+from ...registry import TASKS
+from ...structures import DenseOutputs, dense_outputs
+from ..dense_inferencer import DenseInferencer
 from ..writers import TaskWriter, save_array, write_image
 from .base import BaseTask, visualization_hooks
 
@@ -22,6 +31,15 @@ DENSE_SHOW_HOOK = 'DenseVisualizationHook'
 ARRAY_DTYPES = ('float32', 'float16')
 
 
+@lru_cache(maxsize=None)
+def dense_inferencer(task: str) -> Type[DenseInferencer]:
+    """The :class:`DenseInferencer` of ``task`` (``NormalInferencer`` ...)."""
+    name = ''.join(part.capitalize() for part in task.split('_'))
+    return type(f'{name}Inferencer', (DenseInferencer, ), dict(
+        task=task, __module__=DenseInferencer.__module__,
+        __doc__=f'The {task} maps per frame (:class:`DenseInferencer`).'))
+
+
 class DenseTask(BaseTask):
     """A dense task on :class:`~sapiens2_mm.models.estimators.DenseEstimator`.
 
@@ -30,11 +48,25 @@ class DenseTask(BaseTask):
         postprocess_flags: the task's post-processing CLI options:
             ``--flag`` -> (head option, allowed values, help); the first
             value is the official demos' order (the default).
-        drawn_field: the prediction field its drawings show.
+        writer: a :class:`DenseWriter` subclass for outputs beyond the
+            declared maps (default :class:`DenseWriter`).
     """
     head_types: Sequence[str] = ()
     postprocess_flags: Dict[str, Tuple[str, Sequence[str], str]] = {}
-    drawn_field = ''
+    writer: Optional[type] = None
+
+    @property
+    def outputs(self) -> DenseOutputs:
+        """The task's declared maps."""
+        return dense_outputs(self.name)
+
+    @property
+    def inferencer(self) -> Type[DenseInferencer]:
+        return dense_inferencer(self.name)
+
+    def open_writer(self, layout, model, args) -> 'DenseWriter':
+        writer = self.writer or DenseWriter
+        return writer(layout, model.dataset_meta, args, self.outputs)
 
     # -- tools/infer.py options ---------------------------------------------
     def add_cli_arguments(self, parser: argparse.ArgumentParser) -> None:
@@ -170,9 +202,8 @@ class DenseTask(BaseTask):
         ``--background``."""
         from ...visualization import draw_dense_prediction
         return draw_dense_prediction(
-            frame.image, dict(pred_normal=result.normal,
-                              pred_depth=result.depth,
-                              pred_albedo=result.albedo),
+            frame.image, {f'pred_{name}': value
+                          for name, value in result.maps.items()},
             foreground=result.foreground,
             background=getattr(args, 'background', 'color'),
             rounding=getattr(args, 'vis_rounding', 'truncate'))
@@ -191,9 +222,50 @@ def frame_entry(frame, result) -> dict:
 
 
 class DenseWriter(TaskWriter):
-    """What the dense writers share: arrays at ``--array-dtype``, color
-    images with the mask's background, and ``<stem>_fg.png`` (0 / 255) for
-    masks from ``--fg-seg``."""
+    """Per frame, for each declared map in order: ``<stem>_<map>.npy``
+    (float32, or float16 with ``--array-dtype``; unmasked) and, for a map
+    with a coloring, ``<stem>_<map>.png`` (the background of a mask per
+    ``--background``); ``<stem>_fg.png`` (0 / 255) for masks from
+    ``--fg-seg``.
+
+    Args:
+        outputs: the task's declared maps.
+        Others: see :class:`TaskWriter`.
+    """
+
+    def __init__(self, layout, meta: dict, args,
+                 outputs: DenseOutputs) -> None:
+        super().__init__(layout, meta, args)
+        self.outputs = outputs
+
+    def write(self, frame, result) -> dict:
+        paths = self.map_outputs(frame, result)
+        paths += self.mask_outputs(frame, result)
+        rel = [self.layout.relative(p) for p in paths]
+        return {'outputs': rel, self.outputs.task: rel[0],
+                'frame': frame_entry(frame, result)}
+
+    def map_outputs(self, frame, result, bounds=None) -> List[str]:
+        """The array and color image of every declared map (``bounds``: map
+        name -> value bounds of its colors, default from the foreground)."""
+        paths = []
+        for field in self.outputs.fields:
+            value = result.maps[field.name]
+            paths.append(self.array(frame, f'{field.suffix}.npy', value))
+            if field.coloring is not None:
+                paths.append(self.colors(
+                    frame, result, f'{field.suffix}.png', field.pred, value,
+                    (bounds or {}).get(field.name)))
+        return paths
+
+    def finalize(self, records: List[dict]) -> List[str]:
+        outputs = self.outputs
+        count = sum(outputs.task in r for r in records)
+        files = ' + '.join(
+            f'<stem>{f.suffix}.npy' + (f' ({f.meaning})' if f.meaning else '')
+            + (f' + <stem>{f.suffix}.png' if f.coloring is not None else '')
+            for f in outputs.fields)
+        return [f'{outputs.label}: {count} x {files}']
 
     def array(self, frame, suffix: str, array: np.ndarray) -> str:
         """Save ``array`` as ``<stem><suffix>`` at the chosen precision."""
@@ -217,3 +289,26 @@ class DenseWriter(TaskWriter):
             return []
         mask = result.foreground.astype(np.uint8) * 255
         return [write_image(self.layout.frame_path(frame, '_fg.png'), mask)]
+
+
+@TASKS.register_module(name='normal')
+class NormalTask(DenseTask):
+    """Surface normals with the Sapiens2 NormalHead."""
+    summary = 'surface normals (unit vectors per pixel, camera frame)'
+    head_types = ('NormalHead', )
+    postprocess_flags = {'--normalize': (
+        'normalize', ('before_resize', 'after_resize'),
+        'when normals are made unit length: before_resize (official: at '
+        'network resolution, then cropped and resized, not re-normalized) '
+        'or after_resize (every output pixel exactly unit length)')}
+
+
+@TASKS.register_module(name='albedo')
+class AlbedoTask(DenseTask):
+    """Albedo with the Sapiens2 AlbedoHead."""
+    summary = 'albedo (RGB reflectance in [0, 1] per pixel)'
+    head_types = ('AlbedoHead', )
+    postprocess_flags = {'--clamp': (
+        'clamp', ('before_resize', 'after_resize'),
+        'when albedo is clamped to [0, 1]: before_resize (official: at '
+        'network resolution, then cropped and resized) or after_resize')}

@@ -6,18 +6,11 @@ import os.path as osp
 from typing import List
 
 from ...registry import TASKS
-from ..dense_inferencer import DenseInferencer
 from ..ply import pointmap_to_cloud, write_ply
 from ..writers import write_text
 from .dense import DenseTask, DenseWriter, frame_entry
 
 CAMERAS_FILE = 'pointmap_cameras.json'
-
-
-class PointmapInferencer(DenseInferencer):
-    """Metric pointmap, depth, scale and focal length per frame
-    (:class:`DenseInferencer`)."""
-    task = 'pointmap'
 
 
 #: ``--ply-step auto`` keeps at most about this many points per cloud.
@@ -56,25 +49,20 @@ def parse_ply_step(text: str):
 
 
 class PointmapWriter(DenseWriter):
-    """Per frame: ``<stem>_pointmap.npy`` (H, W, 3) metres,
-    ``<stem>_depth.npy`` (H, W) metres (both float32, or float16 with
-    ``--array-dtype``; unmasked), ``<stem>_depth.png`` (turbo colors of the
-    inverse depth between the frame's near/far bounds, background grey 100
-    with a mask) and ``<stem>.ply`` (binary colored point cloud of the
-    foreground, every ``--ply-step``-th row and column). At the end
-    ``pointmap_cameras.json`` lists every frame's focal length, scale and
-    depth bounds (rebuilt from the index, so resumed runs are complete)."""
+    """Per frame the declared maps (:class:`DenseWriter`):
+    ``<stem>_pointmap.npy`` (H, W, 3) metres, ``<stem>_depth.npy`` (H, W)
+    metres and ``<stem>_depth.png`` (turbo colors of the inverse depth
+    between the frame's near/far bounds, background grey 100 with a mask);
+    then ``<stem>.ply`` (binary colored point cloud of the foreground, every
+    ``--ply-step``-th row and column). At the end ``pointmap_cameras.json``
+    lists every frame's focal length, scale and depth bounds (rebuilt from
+    the index, so resumed runs are complete)."""
 
     def write(self, frame, result) -> dict:
         from ...visualization import depth_range
         layout = self.layout
         bounds = depth_range(result.depth, result.foreground)
-        paths = [
-            self.array(frame, '_pointmap.npy', result.pointmap),
-            self.array(frame, '_depth.npy', result.depth),
-            self.colors(frame, result, '_depth.png', 'pred_depth',
-                         result.depth, bounds),
-        ]
+        paths = self.map_outputs(frame, result, {'depth': bounds})
         step = ply_step(getattr(self.args, 'ply_step', 1),
                         *result.pointmap.shape[:2])
         points, colors = pointmap_to_cloud(result.pointmap, frame.image,
@@ -110,9 +98,8 @@ class PointmapWriter(DenseWriter):
 class PointmapTask(DenseTask):
     """Metric pointmaps (+ canonical scale) with the Sapiens2 PointmapHead."""
     summary = 'metric pointmap, depth, point cloud and focal length'
-    inferencer = PointmapInferencer
     head_types = ('PointmapHead', )
-    drawn_field = 'pred_depth'
+    writer = PointmapWriter
     postprocess_flags = {'--resize-smoothing': (
         'resize_smoothing', ('official', 'none'),
         'before enlarging the pointmap to a larger photo: official (4 x 3x3 '
@@ -126,6 +113,3 @@ class PointmapTask(DenseTask):
             f'auto (default): 1 up to {PLY_MAX_POINTS // 1_000_000} M '
             'pixels, then the smallest step that keeps at most that many '
             'points (an 8000x6000 photo: 4)')
-
-    def open_writer(self, layout, model, args) -> PointmapWriter:
-        return PointmapWriter(layout, model.dataset_meta, args)

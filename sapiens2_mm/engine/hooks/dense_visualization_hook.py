@@ -16,6 +16,7 @@ import numpy as np
 from mmengine.hooks import Hook
 
 from ...registry import HOOKS
+from ...structures import dense_fields
 
 
 def _channels_last(sample, names) -> dict:
@@ -26,16 +27,24 @@ def _channels_last(sample, names) -> dict:
         for name in names if name in sample}
 
 
+def _drawn_maps(prefix: str) -> Tuple[str, ...]:
+    """``<prefix><name>`` of every declared map with a coloring."""
+    return tuple(prefix + f.name for f in dense_fields()
+                 if f.coloring is not None)
+
+
 def ground_truth(sample, size) -> Tuple[dict, Optional[np.ndarray]]:
     """The sample's targets to draw beside the prediction, if any.
 
     Returns:
-        ``({'gt_normal' | 'gt_depth' | 'gt_albedo': (H, W, C)}, (H, W) bool
-        mask or None)``; empty when the targets are not at the image size
-        ``size`` (H, W) (a pipeline that resized them). Depth is ``gt_depth``
-        or, without it, the z of ``gt_pointmap / canonical_scale``.
+        ``({'gt_<name>': (H, W, C)}, (H, W) bool mask or None)`` for the
+        declared maps with a coloring (``gt_normal``, ``gt_depth``,
+        ``gt_albedo``, ...); empty when the targets are not at the image
+        size ``size`` (H, W) (a pipeline that resized them). Depth is
+        ``gt_depth`` or, without it, the z of ``gt_pointmap /
+        canonical_scale``.
     """
-    gt = _channels_last(sample, ('gt_normal', 'gt_depth', 'gt_albedo'))
+    gt = _channels_last(sample, _drawn_maps('gt_'))
     if 'gt_depth' not in gt and 'gt_pointmap' in sample:
         scale = sample.metainfo.get('canonical_scale')
         if scale:
@@ -98,8 +107,7 @@ class DenseVisualizationHook(Hook):
                 runner.logger.warning(f'--show-dir: cannot read {path}; '
                                       'not drawn.')
                 continue
-            fields = _channels_last(sample, ('pred_normal', 'pred_depth',
-                                             'pred_albedo'))
+            fields = _channels_last(sample, _drawn_maps('pred_'))
             gt, mask = ground_truth(sample, image.shape[:2])
             self._write(osp.join(self.out_dir, osp.basename(path)),
                         draw_dense_prediction(image, fields, gt, mask))

@@ -1,9 +1,8 @@
-"""DenseEstimator modes, letterbox removal, flip test; DenseFlipTTAModel."""
+"""DenseEstimator modes, letterbox removal, flip test."""
 import pytest
 import torch
 from mmengine.structures import PixelData
 
-from sapiens2_mm.models.estimators import DenseFlipTTAModel
 from sapiens2_mm.registry import MODELS
 from sapiens2_mm.structures import DenseDataSample
 
@@ -158,61 +157,3 @@ def test_only_whole_image_inference_is_accepted():
                           out_type='featmap', init_cfg=None),
             decode_head=dict(type='NormalHead', in_channels=32),
             test_cfg=dict(mode='slide')))
-
-
-def _view(**fields):
-    sample = DenseDataSample(metainfo=dict(
-        {k: v for k, v in fields.items() if not torch.is_tensor(v)}))
-    sample.set_data({k: PixelData(data=v) for k, v in fields.items()
-                     if torch.is_tensor(v)})
-    return sample
-
-
-def test_tta_model_merges_views():
-    tta = DenseFlipTTAModel(module=_model('normal'))
-    n1 = torch.tensor([1.0, 0.0, 0.0]).view(3, 1, 1).expand(3, 2, 2)
-    n2 = torch.tensor([0.0, 1.0, 0.0]).view(3, 1, 1).expand(3, 2, 2)
-    merged, = tta.merge_preds([[_view(pred_normal=n1), _view(pred_normal=n2)]])
-    torch.testing.assert_close(merged.pred_normal.data[:, 0, 0],
-                               torch.tensor([1.0, 1.0, 0.0]) / 2 ** 0.5)
-    # Pointmaps: canonical = metric x scale is averaged, then / mean scale.
-    p1 = torch.full((3, 2, 2), 2.0)   # canonical 1.0 at scale 0.5
-    p2 = torch.full((3, 2, 2), 1.0)   # canonical 2.0 at scale 2.0
-    merged, = tta.merge_preds([[
-        _view(pred_pointmap=p1, pred_depth=p1[2:], pred_scale=0.5,
-              pred_focal_length=1000.0),
-        _view(pred_pointmap=p2, pred_depth=p2[2:], pred_scale=2.0,
-              pred_focal_length=250.0)]])
-    assert merged.pred_scale == 1.25
-    torch.testing.assert_close(merged.pred_pointmap.data,
-                               torch.full((3, 2, 2), 1.5 / 1.25))
-    assert merged.pred_focal_length == pytest.approx(1000.0 * 0.5 / 1.25)
-    raw1, raw2 = torch.full((3, 1, 1), 1.4), torch.full((3, 1, 1), 0.4)
-    merged, = tta.merge_preds([[
-        _view(pred_albedo=raw1.clamp(0, 1), pred_albedo_raw=raw1),
-        _view(pred_albedo=raw2, pred_albedo_raw=raw2)]])
-    torch.testing.assert_close(merged.pred_albedo.data, torch.full((3, 1, 1),
-                                                                   0.9))
-
-
-def test_tta_route_equals_the_in_model_flip_test_for_pointmaps():
-    model = _model('pointmap').eval()
-    image = torch.randint(0, 255, (3, 64, 48), dtype=torch.uint8)
-
-    def sample(flip):
-        return DenseDataSample(metainfo=dict(
-            ori_shape=(32, 24), img_shape=(64, 48), padding_size=(0, 0, 0, 0),
-            scale_factor=(2.0, 2.0), flip=flip, flip_direction='horizontal'))
-
-    tta = DenseFlipTTAModel(module=model)
-    data = dict(inputs=[[image], [image.flip(-1)]],
-                data_samples=[[sample(False)], [sample(True)]])
-    with torch.no_grad():
-        merged, = tta.test_step(data)
-        model.test_cfg['flip_test'] = True
-        direct, = model.test_step(dict(inputs=[image],
-                                       data_samples=[sample(False)]))
-    assert merged.pred_scale == pytest.approx(direct.pred_scale, rel=1e-5)
-    torch.testing.assert_close(merged.pred_pointmap.data,
-                               direct.pred_pointmap.data, rtol=1e-4,
-                               atol=1e-4 * direct.pred_pointmap.data.abs().max())

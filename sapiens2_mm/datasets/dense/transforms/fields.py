@@ -1,10 +1,12 @@
 """Target fields and camera bookkeeping shared by the dense transforms.
 
-The transforms act on every field of :data:`DENSE_TARGET_FIELDS` present in
-``results`` (mmseg's ``seg_fields`` idea) instead of hard-coded keys. Fields
-are numpy arrays in image layout: ``gt_mask`` (H, W) bool, ``gt_depth``
-(H, W) float32, ``gt_normal`` / ``gt_pointmap`` / ``gt_albedo`` (H, W, 3)
-float32.
+The transforms act on every declared target field present in ``results``
+(:func:`~sapiens2_mm.structures.dense_target_fields`, mmseg's ``seg_fields``
+idea) instead of hard-coded keys, and resize and flip each one by its
+declaration (:class:`~sapiens2_mm.structures.DenseField`: ``resize``,
+``flip``). Fields are numpy arrays in image layout: ``gt_mask`` (H, W) bool,
+``gt_depth`` (H, W) float32, ``gt_normal`` / ``gt_pointmap`` / ``gt_albedo``
+(H, W, 3) float32.
 
 Pixel conventions (``pixel_convention``):
 
@@ -16,20 +18,14 @@ Pixel conventions (``pixel_convention``):
 * ``'official'``: ``cx' = cx * s`` and ``cv2.INTER_NEAREST`` as the official
   transforms do (half a pixel off against the flip's ``W - 1 - cx``).
 """
-from typing import Iterable, List, Tuple
+from typing import Iterable, List, Optional, Tuple
 
 import cv2
 import numpy as np
 
-from sapiens2_mm.structures import DENSE_TARGET_FIELDS
+from sapiens2_mm.structures import dense_field, dense_target_fields
 
 PIXEL_CONVENTIONS = ('center', 'official')
-
-#: Fields resized bilinearly; every other field is resized nearest.
-BILINEAR_FIELDS = ('gt_albedo',)
-
-#: Vector fields whose x component changes sign under a horizontal flip.
-X_VECTOR_FIELDS = ('gt_normal', 'gt_pointmap')
 
 #: Camera matrices in ``results`` that follow the image (``cam_K``) and the
 #: targets (``gt_cam_K``; differs from ``cam_K`` once a test-time resize has
@@ -45,15 +41,24 @@ def check_pixel_convention(convention: str) -> str:
 
 
 def present_fields(results: dict,
-                   fields: Iterable[str] = DENSE_TARGET_FIELDS) -> List[str]:
-    """Target fields present (and not None) in ``results``."""
+                   fields: Optional[Iterable[str]] = None) -> List[str]:
+    """Target fields present (and not None) in ``results`` (default: the
+    declared ones)."""
+    fields = dense_target_fields() if fields is None else fields
     return [k for k in fields if results.get(k) is not None]
+
+
+def _rule(key: str, attr: str, default: str) -> str:
+    """``attr`` of the declared map of target ``key`` (``default`` for
+    ``gt_mask`` and undeclared keys)."""
+    field = dense_field(key)
+    return default if field is None else getattr(field, attr)
 
 
 def resize_field(key: str, value: np.ndarray, size_wh: Tuple[int, int],
                  convention: str = 'center') -> np.ndarray:
     """Resize one target field to ``size_wh`` = (width, height)."""
-    if key in BILINEAR_FIELDS:
+    if _rule(key, 'resize', 'nearest') == 'bilinear':
         interp = cv2.INTER_LINEAR
     elif convention == 'center':
         interp = cv2.INTER_NEAREST_EXACT
@@ -76,9 +81,10 @@ def pad_field(value: np.ndarray, padding: Tuple[int, int, int, int],
 
 
 def flip_field(key: str, value: np.ndarray) -> np.ndarray:
-    """Mirror left-right; vector fields also negate their x component."""
+    """Mirror left-right; maps declared ``flip='negate_x'`` (camera-frame
+    vectors) also negate their x component."""
     out = value[:, ::-1].copy()
-    if key in X_VECTOR_FIELDS:
+    if _rule(key, 'flip', 'mirror') == 'negate_x':
         out[..., 0] = -out[..., 0]
     return out
 

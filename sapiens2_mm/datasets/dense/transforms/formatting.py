@@ -10,7 +10,7 @@ from mmengine.logging import print_log
 from mmengine.structures import PixelData
 
 from sapiens2_mm.registry import TRANSFORMS
-from sapiens2_mm.structures import DENSE_TARGET_FIELDS, DenseDataSample
+from sapiens2_mm.structures import DenseDataSample
 
 from .fields import present_fields
 from .reporting import should_log
@@ -117,7 +117,7 @@ class PackDenseInputs(BaseTransform):
             img = img[..., None]
         inputs = torch.from_numpy(np.ascontiguousarray(img.transpose(2, 0, 1)))
         sample = DenseDataSample()
-        for key in present_fields(results, DENSE_TARGET_FIELDS):
+        for key in present_fields(results):
             value = np.asarray(results[key])
             value = value[None] if value.ndim == 2 else value.transpose(2, 0, 1)
             sample.set_field(PixelData(data=torch.from_numpy(

@@ -15,6 +15,7 @@ from mmcv.transforms import BaseTransform
 from mmengine.logging import print_log
 
 from sapiens2_mm.registry import TRANSFORMS
+from sapiens2_mm.structures import dense_fields
 
 from .reporting import should_log
 
@@ -112,6 +113,39 @@ def read_albedo(path: str) -> np.ndarray:
     return img[..., ::-1].astype(np.float32) / 255.0
 
 
+def read_map(path: str, channels: int) -> np.ndarray:
+    """A declared map without a reader of its own: ``.npy`` (float32 as
+    stored) or an image (values / 255; grey for one channel, RGB for three).
+    A one-channel map is (H, W), others (H, W, C).
+    """
+    if path.endswith('.npy'):
+        try:
+            data = np.load(path).astype(np.float32)
+        except Exception as err:  # noqa: BLE001 - re-raised with the path
+            raise DenseFileError(f'Cannot read {path}: {err}.') from err
+    else:
+        flag = cv2.IMREAD_GRAYSCALE if channels == 1 else cv2.IMREAD_COLOR
+        data = cv2.imread(path, flag)
+        if data is None:
+            raise DenseFileError(f'Cannot read {path}: missing or not an '
+                                 'image.')
+        data = data.astype(np.float32) / 255.0
+        data = data if channels == 1 else data[..., ::-1]
+    if channels == 1 and data.ndim == 3 and data.shape[2] == 1:
+        data = data[..., 0]
+    expected = (2, None) if channels == 1 else (3, channels)
+    if (data.ndim, data.shape[2] if data.ndim == 3 else None) != expected:
+        shape = '(H, W)' if channels == 1 else f'(H, W, {channels})'
+        raise DenseFileError(f'{path} has shape {data.shape}, expected '
+                             f'{shape}.')
+    return np.ascontiguousarray(data)
+
+
+#: Maps read by their own readers above; every other declared map
+#: ``<name>`` is read from ``<name>_path`` by :func:`read_map`.
+OWN_READERS = ('normal', 'depth', 'albedo', 'pointmap')
+
+
 @TRANSFORMS.register_module()
 class LoadDenseAnnotations(BaseTransform):
     """Load the ground truth named by the ``*_path`` keys of a sample.
@@ -121,7 +155,9 @@ class LoadDenseAnnotations(BaseTransform):
     ``depth_path`` -> ``gt_depth`` (H, W), ``cam_K_path`` -> ``cam_K``,
     ``gt_cam_K`` and ``ori_cam_K`` (3x3), ``cam_extrinsics_path`` ->
     ``cam_extrinsics`` (4x4) and ``albedo_path`` -> ``gt_albedo`` (H, W, 3)
-    RGB in [0, 1]. Every map must have the image's size.
+    RGB in [0, 1]; any other declared map ``<name>``
+    (:mod:`~sapiens2_mm.structures.dense_outputs`) from ``<name>_path`` ->
+    ``gt_<name>`` (:func:`read_map`). Every map must have the image's size.
 
     Invalid pixels leave the mask and are set to 0: non-finite or zero
     normals; depth that is NaN and, with ``depth_invalid='nonpositive'``
@@ -209,6 +245,13 @@ class LoadDenseAnnotations(BaseTransform):
             albedo = read_albedo(results['albedo_path'])
             _check_size(results['albedo_path'], albedo, shape, img_path)
             results['gt_albedo'] = albedo
+        for field in dense_fields():
+            path = results.get(f'{field.name}_path')
+            if field.name in OWN_READERS or not path:
+                continue
+            value = read_map(path, field.channels)
+            _check_size(path, value, shape, img_path)
+            results[field.gt] = value
         if mask is None:
             mask = valid
         results['num_invalid_pixels'] = int(np.count_nonzero(mask & ~valid))

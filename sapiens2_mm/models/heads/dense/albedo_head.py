@@ -61,7 +61,6 @@ class AlbedoHead(DenseHeadBase):
     official_layout = OfficialLayout('albedo', 'conv_albedo.weight')
     norm = 'rms'
     target_field = 'gt_albedo'
-    negate_x_on_flip = False
     postprocess_options = {'clamp': CLAMP_ORDERS,
                            'clamp_output': (True, False)}
 
@@ -78,7 +77,7 @@ class AlbedoHead(DenseHeadBase):
         self.clamp = check_option('clamp', clamp, CLAMP_ORDERS)
 
     def _original(self, albedo: Tensor, meta: dict) -> Tensor:
-        return to_original_size(albedo, meta, negate_x=False,
+        return to_original_size(albedo, meta, self.negate_x_on_flip,
                                 align_corners=self.align_corners)
 
     def postprocess_sample(self, outputs: Tensor, index: int, meta: dict

@@ -10,6 +10,7 @@ from mmengine.model import BaseModule
 from torch import Tensor, nn
 
 from ....registry import MODELS
+from ....structures import DenseField, dense_field
 from ...layers.conv_stacks import build_conv_stack
 from .letterbox import unflip
 from .pixel_shuffle_decoder import (
@@ -79,11 +80,13 @@ def stack_metainfo(data_samples: Sequence, key: str, owner: str,
 
 
 class DenseHeadBase(BaseModule, metaclass=ABCMeta):
-    """Pixel-shuffle decoder to a 3-channel map plus the dense loss plumbing.
+    """Pixel-shuffle decoder to a C-channel map plus the dense loss plumbing.
 
     Subclasses set the class attributes ``output_conv_name`` (official name of
-    the final 1x1 conv), ``norm`` (``'instance'`` / ``'rms'``), ``target_field``
-    (the DenseDataSample GT field) and ``negate_x_on_flip``, and implement
+    the final 1x1 conv), ``norm`` (``'instance'`` / ``'rms'``) and
+    ``target_field`` (the DenseDataSample GT field ``gt_<name>`` of a map
+    declared in :mod:`sapiens2_mm.structures.dense_outputs`, whose
+    ``channels`` and ``flip`` rule the head follows), and implement
     :meth:`postprocess_sample`.
 
     Args:
@@ -98,14 +101,13 @@ class DenseHeadBase(BaseModule, metaclass=ABCMeta):
         init_cfg: the official init by default.
 
     Shapes:
-        input: (B, C, h, w) or a tuple of them; output (B, 3, h * 2^n, w * 2^n)
-        for n upsampling stages.
+        input: (B, C, h, w) or a tuple of them; output (B, C_out, h * 2^n,
+        w * 2^n) for n upsampling stages, C_out the declared channels.
     """
 
     output_conv_name = 'conv_out'
     norm = 'instance'
     target_field = ''
-    negate_x_on_flip = False
     #: post-processing options of the task: attribute -> allowed values
     #: (the first is the official demo's); see :meth:`set_postprocess`.
     postprocess_options: Dict[str, Sequence] = {}
@@ -122,10 +124,11 @@ class DenseHeadBase(BaseModule, metaclass=ABCMeta):
             DENSE_HEAD_INIT if init_cfg is None else init_cfg))
         self.in_channels = in_channels
         self.in_index = in_index
+        channels = self.declared_map().channels
         # mmseg's EncoderDecoder reads these three attributes of its head.
         self.align_corners = False
-        self.num_classes = 3
-        self.out_channels = 3
+        self.num_classes = channels
+        self.out_channels = channels
         self.input_conv = build_input_conv(in_channels, self.norm)
         self.upsample_blocks = build_upsample_blocks(
             in_channels, upsample_channels, self.norm)
@@ -134,7 +137,8 @@ class DenseHeadBase(BaseModule, metaclass=ABCMeta):
             mid, conv_out_channels, conv_kernel_sizes,
             make_norm=lambda channels: build_norm2d(self.norm, channels))
         last = conv_out_channels[-1] if conv_out_channels else mid
-        setattr(self, self.output_conv_name, nn.Conv2d(last, 3, kernel_size=1))
+        setattr(self, self.output_conv_name,
+                nn.Conv2d(last, channels, kernel_size=1))
         if loss_decode is None:
             loss_decode = []
         if isinstance(loss_decode, dict):
@@ -142,6 +146,26 @@ class DenseHeadBase(BaseModule, metaclass=ABCMeta):
         self.loss_decode = nn.ModuleList(
             [MODELS.build(copy.deepcopy(cfg)) for cfg in loss_decode])
         self._warned_resize = False
+
+    @classmethod
+    def declared_map(cls) -> DenseField:
+        """The declared map of ``target_field``.
+
+        Raises:
+            ValueError: ``target_field`` names no declared map.
+        """
+        field = dense_field(cls.target_field)
+        if field is None:
+            raise ValueError(
+                f'{cls.__name__}.target_field = {cls.target_field!r} is no '
+                'declared dense map; declare it with sapiens2_mm.structures.'
+                'declare_dense_task.')
+        return field
+
+    @property
+    def negate_x_on_flip(self) -> bool:
+        """Whether a mirror negates channel 0 (the map's flip rule)."""
+        return self.declared_map().flip == 'negate_x'
 
     # ------------------------------------------------------------- forward
     def _transform_inputs(self, inputs: Union[Tensor, Sequence[Tensor]]
@@ -151,14 +175,14 @@ class DenseHeadBase(BaseModule, metaclass=ABCMeta):
         return inputs[self.in_index]
 
     def decode(self, feat: Tensor) -> Tensor:
-        """(B, C, h, w) backbone feature -> (B, 3, h * 2^n, w * 2^n) map."""
+        """(B, C, h, w) backbone feature -> (B, C_out, h * 2^n, w * 2^n)."""
         x = self.input_conv(feat)
         x = self.upsample_blocks(x)
         x = self.conv_layers(x)
         return getattr(self, self.output_conv_name)(x)
 
     def forward(self, inputs: Union[Tensor, Sequence[Tensor]]) -> HeadOutputs:
-        """Official output: the raw (B, 3, H, W) map (no activation)."""
+        """Official output: the raw (B, C_out, H, W) map (no activation)."""
         return self.decode(self._transform_inputs(inputs))
 
     def predict(self, inputs, batch_img_metas=None, test_cfg=None
@@ -225,7 +249,8 @@ class DenseHeadBase(BaseModule, metaclass=ABCMeta):
         """Average the outputs of an image and of its horizontal mirror.
 
         The mirror's map is flipped back (and its x component negated for
-        camera-frame vectors) before averaging.
+        camera-frame vectors: the map's declared flip rule) before
+        averaging.
         """
         return (outputs + unflip(flipped, 'horizontal',
                                  self.negate_x_on_flip)) / 2

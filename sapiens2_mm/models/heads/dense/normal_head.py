@@ -59,7 +59,6 @@ class NormalHead(DenseHeadBase):
     official_layout = OfficialLayout('normal', 'conv_normal.weight')
     norm = 'instance'
     target_field = 'gt_normal'
-    negate_x_on_flip = True
     postprocess_options = {'normalize': NORMALIZE_ORDERS}
 
     def __init__(self, in_channels: int, loss_decode=None,
@@ -81,7 +80,7 @@ class NormalHead(DenseHeadBase):
         if self.normalize == 'before_resize':
             length = normal.norm(dim=1, keepdim=True)
             normal = normal / length.clamp(min=OFFICIAL_NORM_EPS)
-        normal = to_original_size(normal, meta, negate_x=True,
+        normal = to_original_size(normal, meta, self.negate_x_on_flip,
                                   align_corners=self.align_corners)
         if self.normalize == 'after_resize':
             normal = F.normalize(normal, dim=0, eps=1e-6)

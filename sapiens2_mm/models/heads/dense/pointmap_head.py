@@ -124,7 +124,6 @@ class PointmapHead(DenseHeadBase):
     official_layout = OfficialLayout('pointmap', 'conv_pointmap.weight')
     norm = 'instance'
     target_field = 'gt_pointmap'
-    negate_x_on_flip = True
     postprocess_options = {'resize_smoothing': RESIZE_SMOOTHING}
 
     def __init__(self,
@@ -254,7 +253,8 @@ class PointmapHead(DenseHeadBase):
         if float(divisor) != s:  # clamped by scale_guard
             divisor = torch.full_like(divisor, s)
         metric = to_original_size(
-            pointmap[index:index + 1] / divisor, meta, negate_x=True,
+            pointmap[index:index + 1] / divisor, meta,
+            negate_x=self.negate_x_on_flip,
             align_corners=self.align_corners,
             smooth=self.resize_smoothing == 'official')
         focal = self.canonical_focal_length / (
