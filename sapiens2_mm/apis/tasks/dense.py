@@ -2,8 +2,9 @@
 
 A dense task is its declaration of maps (what it predicts, file suffixes,
 coloring, flip rule: :mod:`sapiens2_mm.structures.dense_outputs`) and one
-:class:`DenseTask` registration here with its head types, checkpoint marker
-and post-processing options; the inferencer, the writer (``<stem>_<map>.npy``
+:class:`DenseTask` registration here with its head types and
+post-processing options (the head declares the official key layout); the
+inferencer, the writer (``<stem>_<map>.npy``
 and ``.png``) and the drawing come from the declaration. Normal and albedo
 need nothing more and are registered below; pointmap adds its point cloud
 and cameras file (``pointmap.py``). Official dense checkpoints keep their
