@@ -99,8 +99,6 @@ def tool(args, script, argv, cap):
     import importlib.util
     import io
     path = osp.join(ROOT, script)
-    if osp.dirname(path) not in sys.path:
-        sys.path.insert(0, osp.dirname(path))  # test.py imports train
     spec = importlib.util.spec_from_file_location(
         'acceptance_' + osp.splitext(osp.basename(script))[0], path)
     module = importlib.util.module_from_spec(spec)

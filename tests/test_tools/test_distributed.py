@@ -15,6 +15,8 @@ import pytest
 import torch
 from mmengine.config import Config
 
+from sapiens2_mm.apis import run_config
+
 from .workflow_utils import (
     DIST_TEST,
     DIST_TRAIN,
@@ -144,13 +146,12 @@ def test_plain_fsdp_strategy_and_local_state_dict_refused():
     checkpoints (unreadable back) are refused before training starts."""
     from mmengine.registry import STRATEGIES
 
-    train_tool = load_tool('train')
     leaf = Config.fromfile(WORKFLOW_CFG)
     leaf.merge_from_dict(dict(strategy=dict(type='FSDPStrategy'),
                               launcher='pytorch'))
-    with pytest.raises(train_tool.ToolError,
+    with pytest.raises(run_config.RunConfigError,
                        match="use 'Sapiens2FSDPStrategy'"):
-        train_tool.check_strategy(leaf)
+        run_config.check_strategy(leaf)
     cfg = Config.fromfile(osp.join(STRATEGY_DIR, 'fsdp_bf16.py'))
     local = dict(cfg.strategy.to_dict(), state_dict_cfg='local')
     with pytest.raises(ValueError, match="state_dict_cfg='local'.*'full'"):
@@ -159,7 +160,6 @@ def test_plain_fsdp_strategy_and_local_state_dict_refused():
 
 def test_deepspeed_snippet_refused_clearly_without_deepspeed():
     import importlib.util
-    train_tool = load_tool('train')
     snippet = Config.fromfile(osp.join(STRATEGY_DIR, 'deepspeed_zero3_bf16.py'))
     assert snippet.strategy.zero_optimization.stage == 3
     assert snippet.strategy.bf16.enabled is True
@@ -170,5 +170,5 @@ def test_deepspeed_snippet_refused_clearly_without_deepspeed():
         match = 'deepspeed is not installed'
     else:
         match = 'DeepSpeedOptimWrapper'
-    with pytest.raises(train_tool.ToolError, match=match):
-        train_tool.check_strategy(leaf)
+    with pytest.raises(run_config.RunConfigError, match=match):
+        run_config.check_strategy(leaf)

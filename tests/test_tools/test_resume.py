@@ -14,6 +14,8 @@ import shutil
 import pytest
 import torch
 
+from sapiens2_mm.apis import run_config
+
 from .workflow_utils import TRAIN, WORKFLOW_CFG, make_data, run_tool, scalars
 
 
@@ -97,8 +99,6 @@ def _seg_cfg(work_dir):
 def test_resume_auto_with_only_unreadable_checkpoints_stops(tmp_path):
     """Every checkpoint of the work dir truncated: --resume auto stops and
     lists them (before: a warning and a restart from iteration 0)."""
-    from .workflow_utils import load_tool
-    train_tool = load_tool('train')
     torch.save(dict(state_dict={'w': torch.zeros(1000)}),
                tmp_path / 'full.pth')
     data = (tmp_path / 'full.pth').read_bytes()
@@ -107,15 +107,15 @@ def test_resume_auto_with_only_unreadable_checkpoints_stops(tmp_path):
     (tmp_path / 'last_checkpoint').write_text(str(tmp_path / 'iter_4.pth'))
     (tmp_path / 'iter_6.pth').mkdir()  # per-rank shard folder ('local')
     cfg = _seg_cfg(tmp_path)
-    with pytest.raises(train_tool.ToolError) as err:
-        train_tool.set_resume(cfg, 'auto', [])
+    with pytest.raises(run_config.RunConfigError) as err:
+        run_config.set_resume(cfg, 'auto', [])
     message = str(err.value)
     for name in ('iter_2.pth', 'iter_4.pth', 'iter_6.pth'):
         assert name in message
     assert 'start over' in message
     assert not cfg.get('resume')
-    with pytest.raises(train_tool.ToolError, match='is a folder'):
-        train_tool.set_resume(cfg, str(tmp_path / 'iter_6.pth'), [])
+    with pytest.raises(run_config.RunConfigError, match='is a folder'):
+        run_config.set_resume(cfg, str(tmp_path / 'iter_6.pth'), [])
 
 
 def test_resume_checkpoint_of_another_task_named(tmp_path):
@@ -123,8 +123,7 @@ def test_resume_checkpoint_of_another_task_named(tmp_path):
     an optimizer parameter-group traceback)."""
     from mmengine.config import Config
 
-    from .workflow_utils import REPO_DIR, load_tool
-    train_tool = load_tool('train')
+    from .workflow_utils import REPO_DIR
     pose = Config.fromfile(osp.join(
         REPO_DIR, 'configs', 'pose',
         'sapiens2-tiny_1xb12-300_cocosample-128x96.py'))
@@ -132,10 +131,10 @@ def test_resume_checkpoint_of_another_task_named(tmp_path):
     torch.save(dict(state_dict={'w': torch.zeros(1)},
                     meta=dict(cfg=pose.pretty_text)), ckpt)
     cfg = _seg_cfg(tmp_path / 'work')
-    with pytest.raises(train_tool.ToolError,
+    with pytest.raises(run_config.RunConfigError,
                        match='checkpoint of task pose, config of task seg'):
-        train_tool.set_resume(cfg, str(ckpt), [])
+        run_config.set_resume(cfg, str(ckpt), [])
     (tmp_path / 'work').mkdir()
     shutil.copy(ckpt, tmp_path / 'work' / 'iter_4.pth')
-    with pytest.raises(train_tool.ToolError, match='task pose.*task seg'):
-        train_tool.set_resume(cfg, 'auto', [])
+    with pytest.raises(run_config.RunConfigError, match='task pose.*task seg'):
+        run_config.set_resume(cfg, 'auto', [])

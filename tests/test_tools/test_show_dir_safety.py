@@ -12,6 +12,7 @@ import pytest
 import torch
 from mmengine.config import Config
 
+from sapiens2_mm.apis import run_config
 from tests.conftest import DATA_DIR
 from tests.test_apis.tiny_configs import tiny_config
 
@@ -69,7 +70,7 @@ def test_every_task_refuses_a_show_dir_inside_its_data(tmp_path, task):
     args = test_tool.parse_args([
         tiny_config(task), tiny_config(task), '--work-dir',
         str(tmp_path / 'w'), '--show-dir', inside])
-    with pytest.raises(test_tool.ToolError, match='input folder'):
+    with pytest.raises(run_config.RunConfigError, match='input folder'):
         test_tool.build_cfg(args)
     assert not osp.exists(inside)  # not even created
 
@@ -90,7 +91,7 @@ def test_a_show_dir_holding_files_is_refused(tmp_path, task):
     args = test_tool.parse_args([
         tiny_config(task), tiny_config(task), '--work-dir',
         str(tmp_path / 'w'), '--show-dir', str(show)])
-    with pytest.raises(test_tool.ToolError, match='already holds 1 file'):
+    with pytest.raises(run_config.RunConfigError, match='already holds 1 file'):
         test_tool.build_cfg(args)
     assert os.listdir(images_dir) == ['mine.png']
 
@@ -101,7 +102,7 @@ def test_dataset_input_folders_reads_wrappers():
              ann_file='ann/x.json'),
         dict(type='RepeatDataset', dataset=dict(
             data_root='', data_prefix=dict(img='/abs/img')))])
-    assert test_tool.dataset_input_folders(dataset) == [
+    assert run_config.dataset_input_folders(dataset) == [
         '/d/a', '/d/a/rgb', '/d/a/ann', '/abs/img']
 
 

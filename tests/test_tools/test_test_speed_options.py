@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from sapiens2_mm.apis import init_model
+from sapiens2_mm.apis import init_model, run_config
 from sapiens2_mm.engine.hooks import InferenceSpeedHook
 from sapiens2_mm.runtime.compilation import CompileFallbackWarning
 from tests.test_apis.tiny_configs import tiny_config
@@ -38,7 +38,7 @@ def test_bf16_without_support_is_refused_before_testing(tmp_path,
                         lambda: False)
     monkeypatch.setattr(torch.cuda, 'is_available', lambda: False)
     tool, args = _args(tmp_path, '--dtype', 'bf16')
-    with pytest.raises(tool.ToolError, match='--dtype bf16.*AVX512-BF16'):
+    with pytest.raises(run_config.RunConfigError, match='--dtype bf16.*AVX512-BF16'):
         tool.build_cfg(args)
 
 

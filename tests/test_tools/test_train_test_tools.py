@@ -10,6 +10,8 @@ import pytest
 import torch
 from mmengine.config import Config
 
+from sapiens2_mm.apis import run_config
+
 from .workflow_utils import (
     REPO_DIR,
     TEST,
@@ -137,16 +139,16 @@ def test_checkpoint_of_other_size_lists_mismatching_keys(trained, tmp_path):
 
 
 def test_missing_config_and_checkpoint(tmp_path):
-    with pytest.raises(train_tool.ToolError, match='Config file not found'):
+    with pytest.raises(run_config.RunConfigError, match='Config file not found'):
         train_tool.build_cfg(train_tool.parse_args(['nope/cfg.py']))
     args = test_tool.parse_args([WORKFLOW_CFG, str(tmp_path / 'none.pth'),
                                  '--work-dir', str(tmp_path)])
-    with pytest.raises(test_tool.ToolError, match='Checkpoint not found'):
+    with pytest.raises(run_config.RunConfigError, match='Checkpoint not found'):
         test_tool.build_cfg(args)
     args = train_tool.parse_args([WORKFLOW_CFG, '--resume',
                                   str(tmp_path / 'x.pth'), '--work-dir',
                                   str(tmp_path)])
-    with pytest.raises(train_tool.ToolError, match='--resume checkpoint'):
+    with pytest.raises(run_config.RunConfigError, match='--resume checkpoint'):
         train_tool.build_cfg(args)
 
 
@@ -155,13 +157,13 @@ def test_work_dir_not_writable(tmp_path):
     blocker.write_text('x')
     args = train_tool.parse_args(
         [WORKFLOW_CFG, '--work-dir', str(blocker / 'sub')])
-    with pytest.raises(train_tool.ToolError, match='not writable'):
+    with pytest.raises(run_config.RunConfigError, match='not writable'):
         train_tool.build_cfg(args)
     args = test_tool.parse_args([
         WORKFLOW_CFG, WORKFLOW_CFG, '--work-dir', str(tmp_path / 'w'),
         '--show-dir', str(blocker / 'show')
     ])
-    with pytest.raises(test_tool.ToolError, match='--show-dir'):
+    with pytest.raises(run_config.RunConfigError, match='--show-dir'):
         test_tool.build_cfg(args)
 
 
@@ -208,11 +210,10 @@ def test_list_index_out_of_range_refused(tmp_path):
 def test_amp_sets_bf16_wrapper_or_refuses_on_cpu(tmp_path, monkeypatch):
     cfg = Config.fromfile(WORKFLOW_CFG)
     if not torch.cuda.is_available():
-        with pytest.raises(train_tool.ToolError, match='accelerator'):
-            train_tool.enable_amp(cfg)
-        import mmengine.device
-        monkeypatch.setattr(mmengine.device, 'get_device', lambda: 'cuda')
-    train_tool.enable_amp(cfg)
+        with pytest.raises(run_config.RunConfigError, match='accelerator'):
+            run_config.enable_amp(cfg)
+        monkeypatch.setattr(run_config, 'get_device', lambda: 'cuda')
+    run_config.enable_amp(cfg)
     assert cfg.optim_wrapper.type == 'AmpOptimWrapper'
     assert cfg.optim_wrapper.dtype == 'bfloat16'
     assert cfg.optim_wrapper.optimizer.lr == 1e-2
@@ -447,11 +448,33 @@ def test_sample_job_tests_the_checkpoint_training_wrote():
     assert 'tools/test.py "$config" "$checkpoint"' in script
 
 
+def test_tools_import_the_package_never_a_script():
+    """The run policy is in sapiens2_mm.apis.run_config; test.py does not
+    reach into train.py (nor any script) through sys.path."""
+    for name in ('train', 'test'):
+        with open(osp.join(REPO_DIR, 'tools', f'{name}.py')) as f:
+            source = f.read()
+        assert 'sys.path' not in source and 'import train' not in source
+        assert 'sapiens2_mm.apis.run_config' in source
+
+
+def test_prepare_train_config_from_python(tmp_path):
+    """A notebook gets the config tools/train.py would run."""
+    cfg = run_config.load_config(WORKFLOW_CFG)
+    notes = []
+    out = run_config.prepare_train_config(cfg, work_dir=str(tmp_path),
+                                          notes=notes)
+    assert out is cfg and cfg.work_dir == str(tmp_path)
+    assert cfg.default_hooks.checkpoint.type == 'AtomicCheckpointHook'
+    assert any(h['type'] == 'RNGStateHook' for h in cfg.custom_hooks)
+    assert cfg.launcher == 'none'
+
+
 def test_plain_checkpoint_hook_is_made_atomic():
     cfg = Config.fromfile(WORKFLOW_CFG)
     cfg.default_hooks.checkpoint.type = 'CheckpointHook'
     notes = []
-    train_tool.use_atomic_checkpoints(cfg, notes)
+    run_config.use_atomic_checkpoints(cfg, notes)
     assert cfg.default_hooks.checkpoint.type == 'AtomicCheckpointHook'
     assert cfg.default_hooks.checkpoint.max_keep_ckpts == 3  # arguments kept
     assert 'AtomicCheckpointHook' in notes[0]

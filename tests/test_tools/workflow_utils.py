@@ -30,8 +30,6 @@ def load_tool(name: str):
     """Import tools/<name>.py as module ``sapiens2_tools_<name>``."""
     import importlib.util
     tools_dir = osp.join(REPO_DIR, 'tools')
-    if tools_dir not in sys.path:
-        sys.path.insert(0, tools_dir)  # test.py imports train
     spec = importlib.util.spec_from_file_location(
         f'sapiens2_tools_{name}', osp.join(tools_dir, f'{name}.py'))
     module = importlib.util.module_from_spec(spec)

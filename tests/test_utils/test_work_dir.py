@@ -7,15 +7,14 @@ import pytest
 import torch
 from mmengine.config import Config
 
+from sapiens2_mm.apis import run_config
 from sapiens2_mm.utils.work_dir import (
     checkpoint_problem,
     find_resume_checkpoint,
     read_last_checkpoint,
 )
 from tests.test_engine.toy_runner import toy_runner
-from tests.test_tools.workflow_utils import WORKFLOW_CFG, load_tool
-
-train_tool = load_tool('train')
+from tests.test_tools.workflow_utils import WORKFLOW_CFG
 
 
 @pytest.fixture(scope='module')
@@ -46,7 +45,7 @@ def test_truncated_newest_falls_back_to_previous(three_checkpoints, tmp_path):
     cfg = Config.fromfile(WORKFLOW_CFG)
     cfg.work_dir = work
     notes = []
-    train_tool.set_resume(cfg, 'auto', notes)
+    run_config.set_resume(cfg, 'auto', notes)
     assert cfg.resume is True and cfg.load_from == found
     assert any('skipped' in n and 'iter_3.pth' in n for n in notes), notes
     assert any('falling back' in n and 'iter_2.pth' in n for n in notes)
@@ -65,8 +64,8 @@ def test_explicit_truncated_resume_path_refused(three_checkpoints, tmp_path):
     _truncate(bad)
     cfg = Config.fromfile(WORKFLOW_CFG)
     cfg.work_dir = str(tmp_path)
-    with pytest.raises(train_tool.ToolError, match='cannot be read'):
-        train_tool.set_resume(cfg, bad)
+    with pytest.raises(run_config.RunConfigError, match='cannot be read'):
+        run_config.set_resume(cfg, bad)
 
 
 def test_moved_work_dir_resumes_from_itself(three_checkpoints, tmp_path):

@@ -1,0 +1,108 @@
+"""Build a runner for a prepared config and run it cleanly, one process of
+a distributed job or alone (used by ``tools/train.py`` and ``tools/test.py``).
+"""
+import os
+import signal
+import sys
+
+import torch.distributed as torch_dist
+from mmengine.config import Config
+from mmengine.device import get_device
+
+from ...registry import RUNNERS
+from .quiet_runner import Sapiens2FlexibleRunner, Sapiens2Runner
+
+QUIET_RUNNERS = {'Runner': Sapiens2Runner,
+                 'FlexibleRunner': Sapiens2FlexibleRunner}
+
+
+def build_runner(cfg: Config):
+    """Runner, FlexibleRunner (configs with a ``strategy``) or ``runner_type``.
+
+    The two mmengine runners are sapiens2_mm's subclasses that keep the config
+    dump and the environment report in the log file, off the console, and
+    drop named upstream notices (:mod:`.quiet_runner`).
+    """
+    if cfg.get('runner_type') in QUIET_RUNNERS:  # the strategy snippets
+        return QUIET_RUNNERS[cfg.runner_type].from_cfg(cfg)
+    if 'runner_type' in cfg:
+        return RUNNERS.build(cfg)
+    if cfg.get('strategy') is not None:
+        return Sapiens2FlexibleRunner.from_cfg(cfg)
+    return Sapiens2Runner.from_cfg(cfg)
+
+
+def prepare_cpu_distributed(cfg: Config) -> None:
+    """Let ``--launcher pytorch`` run on CPU-only machines (gloo).
+
+    mmengine's ``init_dist`` calls ``torch.cuda.set_device`` unconditionally
+    and wraps DDP with ``device_ids=[LOCAL_RANK]``; both fail without a GPU.
+    Here the process group is initialized first (the Runner then skips its own
+    init) and DDP gets ``device_ids=None``, as torch requires for CPU modules.
+    """
+    if cfg.get('launcher') != 'pytorch' or get_device() != 'cpu':
+        return
+    dist_cfg = cfg.setdefault('env_cfg', {}).setdefault('dist_cfg', {})
+    if dist_cfg.get('backend', 'nccl') != 'gloo':
+        print(f'No GPU: using the gloo backend instead of '
+              f'{dist_cfg.get("backend", "nccl")!r}.', file=sys.stderr)
+        dist_cfg['backend'] = 'gloo'
+    if not torch_dist.is_initialized():
+        torch_dist.init_process_group(**dist_cfg)
+    wrapper = cfg.get('model_wrapper_cfg') or dict(
+        type='MMDistributedDataParallel')
+    wrapper.setdefault('device_ids', None)
+    cfg.model_wrapper_cfg = wrapper
+
+
+def wait_for_all_ranks() -> None:
+    """Barrier after a finished run, so that no rank tears its connections
+    down while another is still in a collective (gloo aborts then)."""
+    if torch_dist.is_available() and torch_dist.is_initialized():
+        torch_dist.barrier()
+
+
+def cleanup_distributed() -> None:
+    """Destroy the process group before exit.
+
+    mmengine leaves it alive; with gloo the process can then abort at
+    interpreter shutdown ("terminate called without an active exception").
+    """
+    if torch_dist.is_available() and torch_dist.is_initialized():
+        torch_dist.destroy_process_group()
+
+
+def global_rank() -> int:
+    """This process's rank from the launcher's environment (0 if none)."""
+    for name in ('RANK', 'SLURM_PROCID', 'OMPI_COMM_WORLD_RANK'):
+        if os.environ.get(name, '').isdigit():
+            return int(os.environ[name])
+    return 0
+
+
+class InterruptFlag:
+    """Records that SIGINT arrived, then raises KeyboardInterrupt as usual.
+
+    mmengine formats the config with yapf under a bare ``except:`` while it
+    saves a checkpoint, so a Ctrl-C that lands there surfaces as a
+    ``SyntaxError('Failed to format the config file')``; the flag tells the
+    two apart.
+    """
+
+    def __init__(self):
+        self.seen = False
+        self._previous = None
+
+    def __enter__(self):
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc):
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+        return False
+
+    def _handle(self, signum, frame):
+        self.seen = True
+        raise KeyboardInterrupt
