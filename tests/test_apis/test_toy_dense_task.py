@@ -36,7 +36,7 @@ from sapiens2_mm.structures import (
     declare_dense_task,
     forget_dense_task,
 )
-from sapiens2_mm.utils.official_keys import OfficialLayout
+from sapiens2_mm.utils import OfficialLayout
 from sapiens2_mm.visualization.dense_drawer import Coloring, to_uint8
 from tests.test_apis.tiny_configs import tiny_config
 from tests.test_tools.workflow_utils import REPO_DIR, load_tool
@@ -65,8 +65,8 @@ class MatteHead(DenseHeadBase):
     """The shared pixel-shuffle decoder to one channel (declared), L1; its
     key layout lets a checkpoint be recognised as a matte one."""
     output_conv_name = 'conv_matte'
-    official_layout = OfficialLayout('matte', 'conv_matte.weight')
     target_field = 'gt_matte'
+    official_layout = OfficialLayout('matte', 'conv_matte.weight')
 
     def __init__(self, in_channels, loss_decode=None, **kwargs):
         super().__init__(in_channels, loss_decode=loss_decode or [
