@@ -113,3 +113,5 @@ def main(argv: Optional[List[str]] = None) -> dict:
 
 if __name__ == '__main__':
     main()
+    from sapiens2_mm.engine.runners import exit_launched_process
+    exit_launched_process()  # works around a torch teardown defect

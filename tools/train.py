@@ -153,3 +153,5 @@ def main(argv: Optional[List[str]] = None):
 
 if __name__ == '__main__':
     main()
+    from sapiens2_mm.engine.runners import exit_launched_process
+    exit_launched_process()  # works around a torch teardown defect

@@ -21,10 +21,11 @@ from ..registry import MODELS
 from ..utils import (
     detect_task,
     load_state_dict_checked,
+    official_to_package,
     read_checkpoint,
     register_all_modules,
 )
-from .tasks.base import find_task, get_task
+from .tasks.base import find_task
 
 ConfigType = Union[str, Path, Config]
 
@@ -67,7 +68,7 @@ def load_task_checkpoint(model: nn.Module, checkpoint: str,
             f'Checkpoint {checkpoint!r} is a {found!r} checkpoint but the '
             f'config builds a {task!r} model.{hint} Pass a {task} checkpoint '
             'or a config of the matching task.')
-    state = get_task(task).official_to_package(state)
+    state = official_to_package(state, task)
     load_state_dict_checked(model, state, source=checkpoint)
 
 

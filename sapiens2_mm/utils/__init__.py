@@ -12,14 +12,20 @@ from .mmcv_ext_fallback import (
                          install_mmcv_ext_fallback,
                          require_mmcv,
 )
-from .official_keys import TASKS, detect_task, official_to_package, package_to_official
+from .official_keys import (
+                         OfficialLayout,
+                         detect_task,
+                         official_tasks,
+                         official_to_package,
+                         package_to_official,
+)
 from .safe_torch_load import allow_mmengine_checkpoint_globals
 from .setup_env import register_all_modules
 
 __all__ = [
     'CheckpointMismatchError', 'check_state_dict', 'load_state_dict_checked',
     'read_checkpoint', 'select_prefix', 'MissingCompiledOpError',
-    'compiled_mmcv_available', 'install_mmcv_ext_fallback', 'TASKS',
-    'detect_task', 'official_to_package', 'package_to_official',
+    'compiled_mmcv_available', 'install_mmcv_ext_fallback', 'OfficialLayout',
+    'official_tasks', 'detect_task', 'official_to_package', 'package_to_official',
     'allow_mmengine_checkpoint_globals', 'register_all_modules', 'require_mmcv'
 ]

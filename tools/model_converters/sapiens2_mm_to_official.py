@@ -6,7 +6,7 @@ Example:
 """
 import argparse
 
-from sapiens2_mm.utils import TASKS
+from sapiens2_mm.utils import official_tasks
 from sapiens2_mm.utils.checkpoint_convert import mmengine_to_official
 from sapiens2_mm.utils.cli_errors import user_errors_as_exit
 
@@ -15,7 +15,7 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('src', help='mmengine .pth checkpoint')
     parser.add_argument('dst', help='output .safetensors')
-    parser.add_argument('--task', choices=TASKS, help='default: detected')
+    parser.add_argument('--task', choices=official_tasks(), help='default: detected')
     parser.add_argument('--overwrite', action='store_true')
     return parser.parse_args(argv)
 

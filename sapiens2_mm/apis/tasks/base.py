@@ -15,10 +15,9 @@ A new task is one subclass registered with
 """
 import argparse
 from abc import ABCMeta, abstractmethod
-from typing import Dict, List, Mapping, Optional, Type
+from typing import List, Optional, Type
 
 import numpy as np
-import torch
 from mmengine.config import Config
 
 from ...registry import TASKS
@@ -32,16 +31,13 @@ class BaseTask(metaclass=ABCMeta):
         name: the registered name (CLI choice, ``model.task``).
         summary: one line for ``tools/infer.py --help``.
         inferencer: the :class:`~sapiens2_mm.apis.BaseInferencer` subclass.
-        checkpoint_marker: a key suffix only this task's official head has
-            (e.g. ``'conv_seg.weight'``), to recognise a checkpoint's task.
-        official_renames: official key prefix -> this package's prefix
-            (identity when empty).
+
+    The key layout of official checkpoints is declared by the task's head
+    (``official_layout``, read by :mod:`sapiens2_mm.utils.official_keys`).
     """
     name: str = ''
     summary: str = ''
     inferencer: Optional[Type] = None
-    checkpoint_marker: str = ''
-    official_renames: Dict[str, str] = {}
 
     # -- configs and models -------------------------------------------------
     @abstractmethod
@@ -63,18 +59,6 @@ class BaseTask(metaclass=ABCMeta):
             f'The {self.name!r} config has no test_dataloader.dataset.pipeline '
             'or test_pipeline; inference needs it to resize/crop inputs like '
             'the test set.')
-
-    # -- checkpoints ---------------------------------------------------------
-    def official_to_package(
-            self, state: Mapping[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
-        """Official task checkpoint keys -> this package's model keys."""
-        return _rename(state, self.official_renames)
-
-    def package_to_official(
-            self, state: Mapping[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
-        """Inverse of :meth:`official_to_package`."""
-        return _rename(state,
-                       {new: old for old, new in self.official_renames.items()})
 
     # -- inference -----------------------------------------------------------
     def add_cli_arguments(self, parser: argparse.ArgumentParser) -> None:
@@ -123,18 +107,6 @@ class BaseTask(metaclass=ABCMeta):
         """
         raise ValueError(
             f'Task {self.name!r} has no visualization hook for --show-dir.')
-
-
-def _rename(state: Mapping[str, torch.Tensor],
-            renames: Mapping[str, str]) -> Dict[str, torch.Tensor]:
-    out = {}
-    for key, value in state.items():
-        for old, new in renames.items():
-            if key.startswith(old):
-                key = new + key[len(old):]
-                break
-        out[key] = value
-    return out
 
 
 def task_names() -> List[str]:

@@ -2,8 +2,9 @@
 
 A dense task is its declaration of maps (what it predicts, file suffixes,
 coloring, flip rule: :mod:`sapiens2_mm.structures.dense_outputs`) and one
-:class:`DenseTask` registration here with its head types, checkpoint marker
-and post-processing options; the inferencer, the writer (``<stem>_<map>.npy``
+:class:`DenseTask` registration here with its head types and
+post-processing options (the head declares the official key layout); the
+inferencer, the writer (``<stem>_<map>.npy``
 and ``.png``) and the drawing come from the declaration. Normal and albedo
 need nothing more and are registered below; pointmap adds its point cloud
 and cameras file (``pointmap.py``). Official dense checkpoints keep their
@@ -52,7 +53,6 @@ class DenseTask(BaseTask):
             declared maps (default :class:`DenseWriter`).
     """
     head_types: Sequence[str] = ()
-    official_renames: dict = {}
     postprocess_flags: Dict[str, Tuple[str, Sequence[str], str]] = {}
     writer: Optional[type] = None
 
@@ -296,7 +296,6 @@ class DenseWriter(TaskWriter):
 class NormalTask(DenseTask):
     """Surface normals with the Sapiens2 NormalHead."""
     summary = 'surface normals (unit vectors per pixel, camera frame)'
-    checkpoint_marker = 'conv_normal.weight'
     head_types = ('NormalHead', )
     postprocess_flags = {'--normalize': (
         'normalize', ('before_resize', 'after_resize'),
@@ -309,7 +308,6 @@ class NormalTask(DenseTask):
 class AlbedoTask(DenseTask):
     """Albedo with the Sapiens2 AlbedoHead."""
     summary = 'albedo (RGB reflectance in [0, 1] per pixel)'
-    checkpoint_marker = 'conv_albedo.weight'
     head_types = ('AlbedoHead', )
     postprocess_flags = {'--clamp': (
         'clamp', ('before_resize', 'after_resize'),

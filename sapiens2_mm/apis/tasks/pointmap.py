@@ -98,7 +98,6 @@ class PointmapWriter(DenseWriter):
 class PointmapTask(DenseTask):
     """Metric pointmaps (+ canonical scale) with the Sapiens2 PointmapHead."""
     summary = 'metric pointmap, depth, point cloud and focal length'
-    checkpoint_marker = 'conv_pointmap.weight'
     head_types = ('PointmapHead', )
     writer = PointmapWriter
     postprocess_flags = {'--resize-smoothing': (

@@ -116,9 +116,6 @@ class PoseTask(BaseTask):
     summary = 'top-down keypoints (person boxes from a file, a detector or '\
         'the whole image)'
     inferencer = PoseInferencer
-    checkpoint_marker = 'conv_pose.weight'
-    # Official task files call the head decode_head.; mmpose calls it head.
-    official_renames = {'decode_head.': 'head.'}
 
     def matches(self, cfg: Config) -> bool:
         return cfg.model.get('type') in POSE_MODEL_TYPES

@@ -75,7 +75,6 @@ class SegTask(BaseTask):
     """29-class body-part segmentation."""
     summary = 'body-part segmentation (label maps at the input size)'
     inferencer = SegInferencer
-    checkpoint_marker = 'conv_seg.weight'
 
     def matches(self, cfg: Config) -> bool:
         head = cfg.model.get('decode_head') or {}

@@ -21,6 +21,7 @@ from ...utils.checkpoint import (
     load_state_dict_checked,
     read_checkpoint,
 )
+from ...utils.official_keys import detect_task, official_to_package
 
 LOAD_POINTS = ('before_run', 'before_train')
 
@@ -44,7 +45,6 @@ def map_official_keys(model: torch.nn.Module,
     prefix = 'decode_head.'
     if any(k.startswith(prefix) for k in state) and not any(
             k.startswith(prefix) for k in model.state_dict()):
-        from ...utils.official_keys import detect_task, official_to_package
         return official_to_package(state, detect_task(state))
     return state
 

@@ -4,6 +4,7 @@ from typing import Dict, Tuple
 from torch import Tensor
 
 from ....registry import MODELS
+from ....utils.official_keys import OfficialLayout
 from ...layers.norms import RMSNorm2d
 from .dense_head_base import DenseHeadBase, check_option
 from .letterbox import to_original_size
@@ -57,6 +58,7 @@ class AlbedoHead(DenseHeadBase):
     """
 
     output_conv_name = 'conv_albedo'
+    official_layout = OfficialLayout('albedo', 'conv_albedo.weight')
     norm = 'rms'
     target_field = 'gt_albedo'
     postprocess_options = {'clamp': CLAMP_ORDERS,

@@ -5,6 +5,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ....registry import MODELS
+from ....utils.official_keys import OfficialLayout
 from .dense_head_base import DenseHeadBase, check_option
 from .letterbox import to_original_size
 
@@ -55,6 +56,7 @@ class NormalHead(DenseHeadBase):
     """
 
     output_conv_name = 'conv_normal'
+    official_layout = OfficialLayout('normal', 'conv_normal.weight')
     norm = 'instance'
     target_field = 'gt_normal'
     postprocess_options = {'normalize': NORMALIZE_ORDERS}

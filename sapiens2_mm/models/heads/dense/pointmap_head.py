@@ -7,6 +7,7 @@ from mmengine.logging import print_log
 from torch import Tensor, nn
 
 from ....registry import MODELS
+from ....utils.official_keys import OfficialLayout
 from .dense_head_base import DenseHeadBase, check_option, stack_metainfo
 from .letterbox import letterbox_resize_factor, to_original_size
 
@@ -120,6 +121,7 @@ class PointmapHead(DenseHeadBase):
     """
 
     output_conv_name = 'conv_pointmap'
+    official_layout = OfficialLayout('pointmap', 'conv_pointmap.weight')
     norm = 'instance'
     target_field = 'gt_pointmap'
     postprocess_options = {'resize_smoothing': RESIZE_SMOOTHING}

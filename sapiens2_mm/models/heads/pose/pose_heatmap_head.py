@@ -12,6 +12,7 @@ from mmpose.utils.tensor_utils import to_numpy
 from torch import Tensor, nn
 
 from ....registry import MODELS
+from ....utils.official_keys import OfficialLayout
 from ...layers.conv_stacks import build_conv_stack, build_deconv_stack
 
 
@@ -47,6 +48,10 @@ class PoseHeatmapHead(BaseHead):
         input: tuple whose last element is (B, C, h, w);
         output: (B, K, h * 2^n, w * 2^n) for n deconvs.
     """
+    # Official files hold this head under decode_head.; mmpose's
+    # TopdownPoseEstimator holds it under head.
+    official_layout = OfficialLayout('pose', 'conv_pose.weight',
+                                     renames={'decode_head.': 'head.'})
 
     def __init__(self,
                  in_channels: int,

@@ -9,6 +9,7 @@ import torch
 from mmseg.models.decode_heads.decode_head import BaseDecodeHead
 
 from ....registry import MODELS
+from ....utils.official_keys import OfficialLayout
 from ...layers.conv_stacks import build_conv_stack, build_deconv_stack
 
 # Upstream default loss written out with its scope prefix: mmseg's registry holds it.
@@ -44,6 +45,7 @@ class SegHead(BaseDecodeHead):
         output: (B, num_classes, H, W) logits for four x2 deconvs; the 4K
         head (stride-64 features, five deconvs) gives (B, K, H/2, W/2).
     """
+    official_layout = OfficialLayout('seg', 'conv_seg.weight')
 
     def __init__(self,
                  in_channels: int,
