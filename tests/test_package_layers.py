@@ -10,6 +10,7 @@ Run as a script on another checkout to list what it breaks:
 ``python tests/test_package_layers.py /path/to/checkout``.
 """
 import ast
+import builtins
 import os
 import os.path as osp
 import sys
@@ -117,6 +118,12 @@ def test_every_subpackage_has_a_floor():
     names = {subpackage(m) for m in package_modules(REPO_DIR)} - {''}
     assert names <= set(FLOORS), (
         f'Place {sorted(names - set(FLOORS))} on a floor in FLOORS.')
+
+
+def test_no_module_is_named_after_a_builtin():
+    """E.g. ``apis/compile.py`` (was): ``from . import compile`` hides it."""
+    names = {m.rsplit('.', 1)[-1] for m in package_modules(REPO_DIR)}
+    assert not names & set(dir(builtins))
 
 
 def test_no_import_points_up():

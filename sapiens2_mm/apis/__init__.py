@@ -8,24 +8,23 @@ from .base_inferencer import BaseInferencer, inference_pipeline
 from .dense_inferencer import DenseInferencer
 from .inferencer_factory import build_inferencer
 from .init_model import init_model, load_config, load_task_checkpoint
-from .inputs import Frame, FrameReader, batched
+from .inputs import Frame, FrameReader
 from .person_boxes import BoxFile, DetectorBoxes, WholeImageBoxes
-from .pipelined_runner import PipelinedRunner
 from .ply import write_ply
 from .pose_inferencer import PoseInferencer
-from .render_stage import render_frames
 from .results import DenseResult, PoseResult, SegResult
 from .run_index import InferenceIndex
+from .runner import Runner, render_frames
 from .seg_inferencer import SegInferencer
 from .tasks import BaseTask, config_task, find_task, get_task, task_names
 from .writers import FrameSink, OutputLayout, TaskWriter
 
 __all__ = [
     'BaseInferencer', 'inference_pipeline', 'init_model', 'load_config',
-    'load_task_checkpoint', 'Frame', 'FrameReader', 'batched', 'BoxFile',
+    'load_task_checkpoint', 'Frame', 'FrameReader', 'BoxFile',
     'DetectorBoxes', 'WholeImageBoxes', 'PoseInferencer', 'PoseResult',
     'SegResult', 'SegInferencer', 'InferenceIndex', 'BaseTask', 'config_task',
     'find_task', 'get_task', 'task_names', 'FrameSink', 'OutputLayout',
     'TaskWriter', 'build_inferencer', 'DenseInferencer', 'DenseResult',
-    'write_ply', 'PipelinedRunner', 'render_frames'
+    'write_ply', 'Runner', 'render_frames'
 ]

@@ -1,14 +1,23 @@
 """Shared machinery of the task inferencers: model, test pipeline, batching."""
 from abc import ABCMeta, abstractmethod
-from typing import Callable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import (
+    Any,
+    Callable,
+    Iterable,
+    Iterator,
+    List,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+)
 
-import torch
 from mmengine.config import Config
-from mmengine.dataset import Compose, pseudo_collate
+from mmengine.dataset import Compose
 from torch import nn
 
 from ..utils import register_all_modules
-from .inputs import Frame, FrameReader, InputType, batched
+from .inputs import Frame, FrameReader, InputType
 
 
 def inference_pipeline(cfg: Config, task: Optional[str] = None) -> Compose:
@@ -77,52 +86,74 @@ class BaseInferencer(metaclass=ABCMeta):
         """(path, reason) of every input the last run could not read."""
         return self.reader.skipped if self.reader is not None else []
 
-    def iter_results(self, inputs: Union[InputType, Sequence[InputType]],
-                     reader: Optional[FrameReader] = None) -> Iterator:
-        """Yield one result per readable frame, in input order."""
-        for _, result in self.iter_frames(inputs, reader):
-            yield result
+    # -- the three steps (sapiens2_mm.apis.runner composes them) -------------
+    @abstractmethod
+    def prepare(self, frame: Frame) -> Tuple[Any, list]:
+        """CPU work before the network (boxes, crops, resizing, packing).
 
-    def iter_frames(self, inputs: Union[InputType, Sequence[InputType]],
-                    reader: Optional[FrameReader] = None,
-                    on_failure: Optional[Callable[[Frame, str], None]] = None
-                    ) -> Iterator:
-        """Yield ``(frame, result)`` pairs (the frame holds the image).
-
-        A batch that raises is re-run frame by frame, so one bad frame never
-        stops the others: each frame that still fails is left out, recorded
-        in :attr:`failed` as ``(name, reason)`` and passed to ``on_failure``.
+        Returns:
+            ``(context for finish, the frame's model items)``.
         """
-        self.reader = reader if reader is not None else FrameReader(inputs)
-        self.failed = []
-        for frames in batched(self.reader, self.batch_size):
-            try:
-                with torch.no_grad():
-                    results = self.run_batch(frames)
-            except Exception:  # noqa: BLE001 - isolated below, per frame
-                results = None
-            if results is not None:
-                yield from zip(frames, results)
-                continue
-            for frame in frames:
-                try:
-                    with torch.no_grad():
-                        result = self.run_batch([frame])[0]
-                except Exception as err:  # noqa: BLE001 - skip and count
-                    reason = f'{type(err).__name__}: {err}'
-                    self.failed.append((frame.name, reason))
-                    if on_failure is not None:
-                        on_failure(frame, reason)
-                    continue
-                yield frame, result
-
-    def __call__(self, inputs: Union[InputType, Sequence[InputType]]) -> List:
-        """All results as a list (see :meth:`iter_results` for streaming)."""
-        return list(self.iter_results(inputs))
 
     @abstractmethod
-    def run_batch(self, frames: List[Frame]) -> List:
-        """Results of one batch of frames, in order."""
+    def forward(self, items: list) -> list:
+        """The network on a batch of items (of one or more frames), called
+        under ``torch.no_grad``; one output per item."""
 
-    def _test_step(self, data_list: List[dict]) -> list:
-        return self.model.test_step(pseudo_collate(data_list))
+    @abstractmethod
+    def finish(self, frame: Frame, context, outputs: list):
+        """CPU work after the network (decoding, un-padding, resizing to the
+        frame, argmax): the frame's result from its items' outputs."""
+
+    def pack(self, frame: Frame, image=None, **info) -> dict:
+        """The test pipeline on ``frame`` (or ``image``, e.g. its mirror of
+        the same size), with extra ``info`` fields."""
+        h, w = frame.image.shape[:2]
+        return self.pipeline(dict(
+            img=frame.image if image is None else image, img_path=frame.name,
+            img_shape=(h, w), ori_shape=(h, w), **info))
+
+    # -- their composition ---------------------------------------------------
+    def iter_frames(self, inputs: Union[InputType, Sequence[InputType]] = None,
+                    reader: Optional[Iterable] = None,
+                    on_failure: Optional[Callable[[Frame, str], None]] = None,
+                    workers: int = 1, overlap: Optional[bool] = None
+                    ) -> Iterator:
+        """Yield ``(frame, result)`` pairs in input order (the frame holds
+        the image).
+
+        A frame that fails is left out, recorded in :attr:`failed` as
+        ``(name, reason)`` and passed to ``on_failure``; the others go on
+        (:mod:`~sapiens2_mm.apis.runner`).
+
+        Args:
+            inputs: paths, folders, videos or arrays (see
+                :class:`~sapiens2_mm.apis.FrameReader`).
+            reader: a ``FrameReader`` (or any iterable of frames) instead.
+            on_failure: called with ``(frame, "Type: message")``.
+            workers: threads per CPU stage (1: everything on this thread).
+            overlap: stages on threads of their own, the network never
+                waiting for decoding (default: when ``workers > 1``).
+        """
+        from .runner import Runner
+        self.reader = reader if reader is not None else FrameReader(inputs)
+        runner = Runner(self, workers, overlap, on_failure=on_failure)
+        self.failed = runner.failed = []
+        return runner.iter_frames(self.reader)
+
+    def iter_results(self, inputs: Union[InputType, Sequence[InputType]],
+                     **kwargs) -> Iterator:
+        """Yield one result per readable frame, in input order."""
+        for _, result in self.iter_frames(inputs, **kwargs):
+            yield result
+
+    def __call__(self, inputs: Union[InputType, Sequence[InputType]],
+                 **kwargs) -> List:
+        """All results as a list (see :meth:`iter_frames` for the options
+        and for streaming)."""
+        return list(self.iter_results(inputs, **kwargs))
+
+    def predict(self, frames: Sequence[Frame]) -> List:
+        """Results of decoded frames, serially; a failure is raised."""
+        from .runner import Runner
+        return [r for _, r in Runner(self, strict=True).iter_frames(frames)]

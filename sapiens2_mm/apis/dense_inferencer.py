@@ -18,6 +18,7 @@ affect drawings and point clouds, never the arrays.
 from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy as np
+import torch
 from mmengine.dataset import pseudo_collate
 
 from ..structures import dense_outputs
@@ -97,13 +98,11 @@ class DenseInferencer(BaseInferencer):
         Others: see :class:`BaseInferencer`.
     """
 
-    def __init__(self, model, checkpoint: Optional[str] = None,
-                 device: str = 'cpu', batch_size: int = 4,
-                 flip_test: Optional[bool] = None,
-                 postprocess: Optional[dict] = None,
+    def __init__(self, model, *args, postprocess: Optional[dict] = None,
                  seg_dir: Optional[str] = None,
-                 fg_seg: Union[None, object, Tuple[str, str]] = None) -> None:
-        super().__init__(model, checkpoint, device, batch_size, flip_test)
+                 fg_seg: Union[None, object, Tuple[str, str]] = None,
+                 **kwargs) -> None:
+        super().__init__(model, *args, **kwargs)
         if self.flip_test is None:
             self.flip_test = bool(
                 (self.model.test_cfg or {}).get('flip_test', False))
@@ -111,7 +110,7 @@ class DenseInferencer(BaseInferencer):
             self.model.decode_head.set_postprocess(**postprocess)
         self.foreground = foreground_source(
             seg_dir, fg_seg, str(next(self.model.parameters()).device),
-            batch_size)
+            self.batch_size)
 
     @property
     def missing_masks(self) -> List[str]:
@@ -124,34 +123,31 @@ class DenseInferencer(BaseInferencer):
             return [None] * len(frames)
         return self.foreground.masks(frames)
 
-    def _prepare(self, frame: Frame) -> dict:
-        h, w = frame.image.shape[:2]
-        return self.pipeline(dict(img=frame.image, img_path=frame.name,
-                                  img_shape=(h, w), ori_shape=(h, w)))
+    def prepare(self, frame: Frame) -> Tuple[None, list]:
+        return None, [(frame, self.pack(frame))]
 
-    def run_batch(self, frames: List[Frame]) -> List[DenseResult]:
-        masks = self.masks(frames)  # a bad mask fails before the forward
+    def forward(self, items: list) -> list:
+        """Per item: (the head's outputs of that item, its data sample, its
+        foreground mask). The masks of a seg model (``fg_seg``) are computed
+        here, on the same batch of frames; a bad mask fails before the
+        forward."""
+        masks = self.masks([frame for frame, _ in items])
         model = self.model
         data = model.data_preprocessor(
-            pseudo_collate([self._prepare(f) for f in frames]), False)
+            pseudo_collate([packed for _, packed in items]), False)
         inputs, samples = data['inputs'], data['data_samples']
         head = model.decode_head
         outputs = head.forward(model.extract_feat(inputs))
         if self.flip_test:
             flipped = head.forward(model.extract_feat(inputs.flip(-1)))
             outputs = head.merge_flipped(outputs, flipped)
-        samples = model.postprocess_result(outputs, samples)
-        source = getattr(self.foreground, 'source', None)
-        results = []
-        for frame, sample, mask in zip(frames, samples, masks):
-            result = self._result(frame, sample)
-            result.foreground = mask
-            result.foreground_source = source if mask is not None else (
-                None if source is None else 'missing')
-            results.append(result)
-        return results
+        return [(_item_of(outputs, i), sample, mask)
+                for i, (sample, mask) in enumerate(zip(samples, masks))]
 
-    def _result(self, frame: Frame, sample) -> DenseResult:
+    def finish(self, frame: Frame, context, outputs: list) -> DenseResult:
+        """The head's post-processing (at the frame size) as a result."""
+        head_outputs, sample, mask = outputs[0]
+        sample = self.model.postprocess_result(head_outputs, [sample])[0]
         maps = {}
         for field in dense_outputs(self.task).fields:
             value = _hwc(sample, field.pred)
@@ -160,6 +156,7 @@ class DenseInferencer(BaseInferencer):
                     else value
         scale = sample.metainfo.get('pred_scale')
         focal = sample.metainfo.get('pred_focal_length')
+        source = getattr(self.foreground, 'source', None)
         return DenseResult(
             name=frame.name,
             image_size=tuple(frame.image.shape[:2]),
@@ -167,4 +164,15 @@ class DenseInferencer(BaseInferencer):
             scale=None if scale is None else float(scale),
             focal_length=None if focal is None else float(focal),
             video=frame.video,
-            frame_index=frame.frame_index)
+            frame_index=frame.frame_index,
+            foreground=mask,
+            foreground_source=source if mask is not None else (
+                None if source is None else 'missing'))
+
+
+def _item_of(outputs, index: int):
+    """Sample ``index`` of a head's batched outputs (a tensor or a tuple of
+    tensors), batch dimension kept."""
+    if isinstance(outputs, torch.Tensor):
+        return outputs[index:index + 1]
+    return type(outputs)(_item_of(o, index) for o in outputs)

@@ -159,7 +159,7 @@ class SegModelMasks:
 
     def masks(self, frames: Sequence[Frame]) -> List[np.ndarray]:
         """(H, W) bool masks: seg labels > 0 (0 is the background class)."""
-        return [r.label_map > 0 for r in self.inferencer.run_batch(frames)]
+        return [r.label_map > 0 for r in self.inferencer.predict(frames)]
 
     def report(self) -> List[str]:
         return ['foreground masks: from the seg model (--fg-seg), written as '

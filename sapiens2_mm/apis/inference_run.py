@@ -24,10 +24,8 @@ from typing import Callable, List, Optional, Tuple
 
 from ..runtime.devices import check_device
 from .inputs import FrameReader
-from .ordered_pool import default_workers
-from .pipelined_runner import PipelinedRunner
-from .render_stage import render_frames
 from .run_index import INDEX_NAME, InferenceIndex, file_identity
+from .runner import default_workers, render_frames
 from .tasks import get_task
 from .writers import FrameSink, OutputLayout
 
@@ -149,10 +147,9 @@ def run_inference(args: argparse.Namespace,
         # and the writing below run while the network does); --serial: one
         # thread.
         serial = getattr(args, 'serial', False)
-        source = inferencer if serial else \
-            PipelinedRunner(inferencer, workers=workers)
-        frames = source.iter_frames(
-            None, reader, on_failure=lambda f, reason: fail(f.name, reason))
+        frames = inferencer.iter_frames(
+            None, reader, on_failure=lambda f, reason: fail(f.name, reason),
+            workers=1 if serial else workers, overlap=not serial)
         draw = None if args.no_vis else (
             lambda frame, result: spec.visualize(frame, result, meta, args))
         rendered = render_frames(frames, draw, 1 if serial else workers)

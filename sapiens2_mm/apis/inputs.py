@@ -26,7 +26,6 @@ from typing import (
     Callable,
     Collection,
     Dict,
-    Iterable,
     Iterator,
     List,
     Optional,
@@ -360,7 +359,7 @@ class FrameReader:
         """One job per frame or unreadable input, in input order.
 
         A photo job decodes its file when called, so several can run on
-        threads (:func:`~sapiens2_mm.apis.ordered_pool.ordered_map`); video
+        threads (:func:`~sapiens2_mm.apis.runner.ordered_map`); video
         frames are decoded while iterating. Pass each job's
         :class:`Loaded`, in order, to :meth:`record`.
         """
@@ -400,17 +399,3 @@ def _extensions_message() -> str:
     return (f'Images are read with the extensions {", ".join(IMAGE_EXTS)} '
             f'and videos with {", ".join(VIDEO_EXTS)} (any case); folders '
             'are not searched recursively.')
-
-
-def batched(frames: Iterable[Frame], size: int) -> Iterator[List[Frame]]:
-    """Group a frame stream into lists of ``size`` (the last may be shorter)."""
-    if size < 1:
-        raise ValueError(f'batch_size must be >= 1, got {size}.')
-    batch: List[Frame] = []
-    for frame in frames:
-        batch.append(frame)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch

@@ -1,7 +1,10 @@
 """Top-down 2-D pose inference on whole images (the official pose demo)."""
-from typing import Callable, List, Optional
+import threading
+from typing import Callable, Optional, Tuple
 
 import numpy as np
+import torch
+from mmengine.dataset import pseudo_collate
 
 from .base_inferencer import BaseInferencer
 from .inputs import Frame
@@ -12,62 +15,82 @@ from .results import PoseResult
 class PoseInferencer(BaseInferencer):
     """Keypoints of every person box, mapped back to image pixels.
 
-    Each box goes through the config's test pipeline (bbox centre/scale with
-    1.25 padding, UDP affine crop), crops are batched through mmpose's
-    ``TopdownPoseEstimator.test_step`` (heatmaps, optional flip test, the
-    codec's decode and the crop -> image mapping ``kp / input_size *
-    bbox_scale + bbox_center - bbox_scale / 2``), and the people of each frame
-    are gathered into one :class:`PoseResult`.
+    ``prepare``: the frame's person boxes, each through the config's test
+    pipeline (bbox centre/scale with 1.25 padding, UDP affine crop);
+    ``forward``: mmpose ``TopdownPoseEstimator.predict`` up to the heatmaps
+    (flip test included, :meth:`PoseHeatmapHead.predict_heatmaps`) on a batch
+    of crops (of several frames); ``finish``: the codec's decode and the
+    crop -> image mapping (``add_pred_to_datasample``: ``kp / input_size *
+    bbox_scale + bbox_center - bbox_scale / 2``), the people of the frame
+    gathered into one :class:`PoseResult`.
+
+    The box source runs one frame at a time (its counters, and a detector's
+    switch of mmengine's default scope, are not thread-safe); the crops of
+    several frames run in parallel on the runner's workers.
 
     Args:
-        model / checkpoint / device / batch_size / flip_test / speed: see
-            :class:`BaseInferencer`; ``batch_size`` counts person crops.
         boxes: person box source, ``frame -> (N, 5)`` array (see
             :mod:`sapiens2_mm.apis.person_boxes`); default: the whole image.
+        Others: see :class:`BaseInferencer`; ``batch_size`` counts person
+            crops.
     """
     task = 'pose'
 
-    def __init__(self, model, checkpoint: Optional[str] = None,
-                 device: str = 'cpu', batch_size: int = 4,
-                 flip_test: Optional[bool] = None,
+    def __init__(self, model, *args,
                  boxes: Optional[Callable[[Frame], np.ndarray]] = None,
-                 **speed) -> None:
-        super().__init__(model, checkpoint, device, batch_size, flip_test,
-                         **speed)
+                 **kwargs) -> None:
+        super().__init__(model, *args, **kwargs)
         self.boxes = boxes if boxes is not None else WholeImageBoxes()
-        if flip_test is not None:
+        self._boxes_lock = threading.Lock()
+        if self.flip_test is not None:
             self.model.test_cfg = dict(self.model.test_cfg or {},
-                                       flip_test=bool(flip_test))
+                                       flip_test=bool(self.flip_test))
         self.num_keypoints = int(self.model.dataset_meta['num_keypoints'])
 
-    def _crop(self, frame: Frame, box: np.ndarray) -> dict:
-        h, w = frame.image.shape[:2]
-        info = dict(img=frame.image, img_path=frame.name, img_shape=(h, w),
-                    ori_shape=(h, w), bbox=box[None, :4].astype(np.float32),
-                    bbox_score=box[4:5].astype(np.float32))
-        info.update(self.model.dataset_meta)
-        return self.pipeline(info)
+    def crop(self, frame: Frame, box: np.ndarray) -> dict:
+        """The packed top-down crop of one (5,) ``x1, y1, x2, y2, score``
+        box."""
+        return self.pack(frame, bbox=box[None, :4].astype(np.float32),
+                         bbox_score=box[4:5].astype(np.float32),
+                         **self.model.dataset_meta)
 
-    def run_batch(self, frames: List[Frame]) -> List[PoseResult]:
-        boxes = [np.asarray(self.boxes(f), dtype=np.float32).reshape(-1, 5)
-                 for f in frames]
-        crops = [self._crop(f, b) for f, bs in zip(frames, boxes) for b in bs]
-        samples = []
-        for start in range(0, len(crops), self.batch_size):
-            samples += self._test_step(crops[start:start + self.batch_size])
-        k = self.num_keypoints
-        results, pos = [], 0
-        for frame, frame_boxes in zip(frames, boxes):
-            n = len(frame_boxes)
-            mine = samples[pos:pos + n]
-            pos += n
-            kpts = [s.pred_instances.keypoints.reshape(k, 2) for s in mine]
-            scores = [s.pred_instances.keypoint_scores.reshape(k) for s in mine]
-            results.append(PoseResult(
-                name=frame.name, image_size=tuple(frame.image.shape[:2]),
-                bboxes=frame_boxes[:, :4].copy(),
-                bbox_scores=frame_boxes[:, 4].copy(),
-                keypoints=np.asarray(kpts, np.float32).reshape(n, k, 2),
-                keypoint_scores=np.asarray(scores, np.float32).reshape(n, k),
-                video=frame.video, frame_index=frame.frame_index))
-        return results
+    def prepare(self, frame: Frame) -> Tuple[np.ndarray, list]:
+        with self._boxes_lock:
+            boxes = self.boxes(frame)
+        boxes = np.asarray(boxes, dtype=np.float32).reshape(-1, 5)
+        return boxes, [self.crop(frame, box) for box in boxes]
+
+    def forward(self, items: list) -> list:
+        model = self.model
+        data = model.data_preprocessor(pseudo_collate(items), False)
+        inputs, samples = data['inputs'], data['data_samples']
+        test_cfg = model.test_cfg or {}
+        if test_cfg.get('flip_test', False):
+            feats = [model.extract_feat(inputs),
+                     model.extract_feat(inputs.flip(-1))]
+        else:
+            feats = model.extract_feat(inputs)
+        heatmaps = model.head.predict_heatmaps(feats, samples, test_cfg)
+        return list(zip(heatmaps.float().cpu(), samples))
+
+    def finish(self, frame: Frame, boxes: np.ndarray,
+               outputs: list) -> PoseResult:
+        k, n = self.num_keypoints, len(boxes)
+        kpts = np.zeros((n, k, 2), np.float32)
+        scores = np.zeros((n, k), np.float32)
+        if n:
+            model = self.model
+            preds = model.head.decode(torch.stack([hm for hm, _ in outputs]))
+            samples = model.add_pred_to_datasample(
+                preds, None, [s for _, s in outputs])
+            kpts = np.asarray(
+                [s.pred_instances.keypoints.reshape(k, 2) for s in samples],
+                np.float32).reshape(n, k, 2)
+            scores = np.asarray(
+                [s.pred_instances.keypoint_scores.reshape(k)
+                 for s in samples], np.float32).reshape(n, k)
+        return PoseResult(
+            name=frame.name, image_size=tuple(frame.image.shape[:2]),
+            bboxes=boxes[:, :4].copy(), bbox_scores=boxes[:, 4].copy(),
+            keypoints=kpts, keypoint_scores=scores, video=frame.video,
+            frame_index=frame.frame_index)

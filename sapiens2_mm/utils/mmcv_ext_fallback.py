@@ -78,7 +78,7 @@ def _nms(bboxes: torch.Tensor, scores: torch.Tensor, iou_threshold: float,
     return nms(bboxes.float(), scores.float(), float(iou_threshold))
 
 
-def _roi_align_forward(input, rois, output, argmax_y, argmax_x, aligned_height,
+def _roi_align_forward(features, rois, output, argmax_y, argmax_x, aligned_height,
                        aligned_width, spatial_scale, sampling_ratio, pool_mode,
                        aligned):
     """mmcv's in-place ``roi_align_forward`` for average pooling via torchvision."""
@@ -88,7 +88,7 @@ def _roi_align_forward(input, rois, output, argmax_y, argmax_x, aligned_height,
             'mmcv RoIAlign with pool_mode="max" needs the compiled mmcv._ext; '
             f'only pool_mode="avg" runs on mmcv-lite. {INSTALL_HINT}')
     output.copy_(
-        roi_align(input, rois, (aligned_height, aligned_width), spatial_scale,
+        roi_align(features, rois, (aligned_height, aligned_width), spatial_scale,
                   sampling_ratio, aligned))
 
 

@@ -85,7 +85,7 @@ def test_pose_crop_to_image_mapping(pose_model):
     inferencer = PoseInferencer(pose_model, flip_test=False,
                                 boxes=lambda frame: box[None])
     result = inferencer(image)[0]
-    data = inferencer._crop(next(iter(inferencer.reader)), box)
+    data = inferencer.crop(next(iter(inferencer.reader)), box)
     inputs = pose_model.data_preprocessor(
         dict(inputs=[data['inputs']], data_samples=[data['data_samples']]),
         False)['inputs']

@@ -3,7 +3,7 @@ import cv2
 import numpy as np
 import pytest
 
-from sapiens2_mm.apis import FrameReader, batched
+from sapiens2_mm.apis import FrameReader
 
 
 def _write_video(path, frames, fps=5.0):
@@ -46,12 +46,6 @@ def test_errors():
         FrameReader(np.zeros((4, 4, 3), np.float32))
     with pytest.raises(ValueError, match=r'\(H, W, 3\)'):
         FrameReader(np.zeros((4, 4, 3, 2), np.uint8))
-    with pytest.raises(ValueError, match='batch_size'):
-        list(batched([1, 2], 0))
-
-
-def test_batched_sizes():
-    assert [len(b) for b in batched(range(7), 3)] == [3, 3, 1]
 
 
 def test_names_mirror_folders_and_stems_stay_unique(tmp_path):

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 from mmengine.config import Config
+from mmengine.dataset import pseudo_collate
 from mmengine.hooks import Hook
 
 from sapiens2_mm.apis import (
@@ -85,16 +86,15 @@ class ToyInferencer(BaseInferencer):
         super().__init__(model, batch_size=batch_size, flip_test=flip_test)
         self.scale = scale
 
-    def run_batch(self, frames):
-        data = []
-        for f in frames:
-            h, w = f.image.shape[:2]
-            data.append(self.pipeline(dict(img=f.image, img_path=f.name,
-                                           img_shape=(h, w), ori_shape=(h, w))))
-        samples = self._test_step(data)
-        return [dict(name=f.name, value=self.scale * float(
-            (s.pred_sem_seg.data > 0).float().mean()))
-            for f, s in zip(frames, samples)]
+    def prepare(self, frame):
+        return None, [self.pack(frame)]
+
+    def forward(self, items):
+        return self.model.test_step(pseudo_collate(items))
+
+    def finish(self, frame, context, outputs):
+        return dict(name=frame.name, value=self.scale * float(
+            (outputs[0].pred_sem_seg.data > 0).float().mean()))
 
 
 class ToyWriter(TaskWriter):

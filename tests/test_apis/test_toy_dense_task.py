@@ -62,7 +62,8 @@ MATTE = DenseField('matte', channels=1, flip='mirror', resize='bilinear',
 
 
 class MatteHead(DenseHeadBase):
-    """The shared pixel-shuffle decoder to one channel (declared), L1."""
+    """The shared pixel-shuffle decoder to one channel (declared), L1; its
+    key layout lets a checkpoint be recognised as a matte one."""
     output_conv_name = 'conv_matte'
     target_field = 'gt_matte'
     official_layout = OfficialLayout('matte', 'conv_matte.weight')

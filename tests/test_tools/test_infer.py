@@ -276,14 +276,14 @@ def test_bad_frames_are_skipped_counted_and_listed(tmp_path, monkeypatch,
         _photo(folder / f'{i}.jpg', i)
     boxes = tmp_path / 'boxes.json'
     boxes.write_text(json.dumps({'0.jpg': [[10, 10, 1e12, 1e12]]}))
-    crop = PoseInferencer._crop
+    crop = PoseInferencer.crop
 
     def broken_crop(self, frame, box):
         if frame.name == '1.jpg':
             raise RuntimeError('simulated model failure')
         return crop(self, frame, box)
 
-    monkeypatch.setattr(PoseInferencer, '_crop', broken_crop)
+    monkeypatch.setattr(PoseInferencer, 'crop', broken_crop)
     out = tmp_path / 'out'
     assert infer.main(['pose', tiny_config('pose'), '--input', str(folder),
                        '--output', str(out), '--bboxes', str(boxes),

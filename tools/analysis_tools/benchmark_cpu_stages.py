@@ -37,10 +37,8 @@ sys.path.insert(0, osp.dirname(osp.abspath(__file__)))
 from benchmark_inference import _coco_boxes, _override  # noqa: E402
 
 from sapiens2_mm.apis import BoxFile, FrameReader, init_model  # noqa: E402
-from sapiens2_mm.apis.ordered_pool import ordered_map  # noqa: E402
-from sapiens2_mm.apis.pipeline_stages import stages_for  # noqa: E402
-from sapiens2_mm.apis.render_stage import render_frames  # noqa: E402
 from sapiens2_mm.apis.results import PoseResult, SegResult  # noqa: E402
+from sapiens2_mm.apis.runner import ordered_map, render_frames  # noqa: E402
 from sapiens2_mm.apis.tasks import get_task  # noqa: E402
 
 TINY_ARCH = ('{"embed_dims": 64, "num_layers": 2, "num_heads": 2, '
@@ -161,7 +159,7 @@ def main(argv=None) -> dict:
             box_file = scaled_boxes(args.input, names, args.upscale)
             kwargs['boxes'] = BoxFile(box_file)  # read here
             os.remove(box_file)
-        stages = stages_for(task.build_inferencer(model, **kwargs))
+        stages = task.build_inferencer(model, **kwargs)
         frames = sum(len(v) for v in names.values())
         times = {(stage, w): [] for stage in ('read', 'draw')
                  for w in args.workers}

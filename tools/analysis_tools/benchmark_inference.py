@@ -11,7 +11,7 @@ photos, repeated ``--repeat`` times):
 * model-only: the network (``forward`` stage: preprocessing on tensors,
   backbone, head, flip test) on the prepared items, batched as the pipeline
   batches them (``--batch-size`` items: pose person crops, seg images);
-* pipeline: :class:`~sapiens2_mm.apis.pipelined_runner.PipelinedRunner`
+* pipeline: the overlapped :class:`~sapiens2_mm.apis.runner.Runner`
   (decoding, crops, heatmap decoding overlapped with the network on
   ``--workers`` threads; crops batched across images), then drawing and
   encoding on as many threads and writing in order, as tools/infer.py;
@@ -50,10 +50,10 @@ sys.path.insert(0, osp.join(osp.dirname(osp.abspath(__file__)), '..', '..'))
 
 from sapiens2_mm.apis import BoxFile, FrameReader, init_model  # noqa: E402
 from sapiens2_mm.apis.inputs import Frame  # noqa: E402
-from sapiens2_mm.apis.ordered_pool import default_workers  # noqa: E402
-from sapiens2_mm.apis.pipeline_stages import stages_for  # noqa: E402
-from sapiens2_mm.apis.pipelined_runner import PipelinedRunner  # noqa: E402
-from sapiens2_mm.apis.render_stage import render_frames  # noqa: E402
+from sapiens2_mm.apis.runner import (  # noqa: E402
+    default_workers,
+    render_frames,
+)
 from sapiens2_mm.apis.tasks import get_task  # noqa: E402
 from sapiens2_mm.apis.writers import OutputLayout, write_image  # noqa: E402
 from sapiens2_mm.runtime.compilation import (  # noqa: E402
@@ -238,11 +238,10 @@ class Bench:
         # The official demo forwards all the people of a photo at once.
         self.serial_inferencer = self.task.build_inferencer(
             self.model, **dict(kwargs, batch_size=PHOTO_AT_ONCE))
-        self.stages = stages_for(self.inferencer)
         frames = list(FrameReader(args.input))
         self.frames = frames * args.repeat
         self.items = [it for f in self.frames
-                      for it in self.stages.prepare(f)[1]]
+                      for it in self.inferencer.prepare(f)[1]]
         parser = argparse.ArgumentParser()
         self.task.add_cli_arguments(parser)
         self.task_args = parser.parse_args([])
@@ -254,7 +253,7 @@ class Bench:
         out = []
         with torch.no_grad():
             for start in range(0, len(items), bs):
-                out += self.stages.forward(items[start:start + bs])
+                out += self.inferencer.forward(items[start:start + bs])
         return out
 
     def timed(self, fn):
@@ -316,10 +315,10 @@ class Bench:
         same workers, files written in order."""
         layout, writer = self._writer(out_dir)
         workers = self.args.workers or default_workers()
-        runner = PipelinedRunner(self.inferencer, workers=workers)
         passes = Passes(self.args.input, self.args.repeat)
         frames = ((self._renamed(frame, i), result) for i, (frame, result)
-                  in enumerate(runner.iter_frames(reader=passes)))
+                  in enumerate(self.inferencer.iter_frames(
+                      reader=passes, workers=workers, overlap=True)))
         results = []
         for item in render_frames(frames, self._draw, workers):
             writer.write(item.frame, item.result)
@@ -333,15 +332,14 @@ class Bench:
         layout, writer = self._writer(out_dir)
         results = []
         passes = Passes(self.args.input, self.args.repeat)
-        with torch.no_grad():
-            for index, frame in enumerate(passes):
-                result = self.serial_inferencer.run_batch([frame])[0]
-                frame = self._renamed(frame, index)
-                writer.write(frame, result)
-                vis = self._draw(frame, result)
-                if vis is not None:
-                    write_image(layout.visualization_path(frame), vis)
-                results.append(result)
+        for index, frame in enumerate(passes):
+            result = self.serial_inferencer.predict([frame])[0]
+            frame = self._renamed(frame, index)
+            writer.write(frame, result)
+            vis = self._draw(frame, result)
+            if vis is not None:
+                write_image(layout.visualization_path(frame), vis)
+            results.append(result)
         return results
 
 
@@ -350,19 +348,23 @@ def _rel_l2(a: torch.Tensor, b: torch.Tensor) -> float:
 
 
 def _stack(outputs) -> torch.Tensor:
-    return torch.stack([o[0] if isinstance(o, tuple) else o
-                        for o in outputs]).float()
+    """The (first) tensor of every item's forward output, stacked."""
+    def tensor(output):
+        return output if isinstance(output, torch.Tensor) else tensor(
+            output[0])
+
+    return torch.stack([tensor(o) for o in outputs]).float()
 
 
 def _kpt_shift(bench, ref_out, low_out) -> str:
-    stages = bench.stages
+    inferencer = bench.inferencer
     shifts = []
     pos = 0
     for frame in bench.frames[:len(bench.frames) // bench.args.repeat]:
-        boxes, items = stages.prepare(frame)
+        boxes, items = inferencer.prepare(frame)
         n = len(items)
-        a = stages.finish(frame, boxes, ref_out[pos:pos + n])
-        b = stages.finish(frame, boxes, low_out[pos:pos + n])
+        a = inferencer.finish(frame, boxes, ref_out[pos:pos + n])
+        b = inferencer.finish(frame, boxes, low_out[pos:pos + n])
         pos += n
         shifts.append(np.linalg.norm(a.keypoints - b.keypoints, axis=-1))
     shift = np.concatenate([s.ravel() for s in shifts])

@@ -52,8 +52,8 @@ def _child(way: str, config: str, size: tuple, out: str) -> None:
         labels = inferencer([image])[0].label_map
     else:
         from mmengine.dataset import pseudo_collate
-        data = inferencer._prepare(
-            type('F', (), dict(image=image, name='big.jpg'))(), False)
+        data = inferencer.pack(
+            type('F', (), dict(image=image, name='big.jpg'))())
         with torch.no_grad():
             sample = model.test_step(pseudo_collate([data]))[0]
         labels = sample.seg_logits.data.argmax(0).cpu().numpy().astype(

@@ -45,7 +45,6 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 # model types drawn without an mmengine visualizer
 OWN_DRAWINGS = {'DenseEstimator': 'dense', 'Sapiens2Pretrainer': 'pretrain'}
-DENSE_GT = ('gt_normal', 'gt_depth', 'gt_albedo')
 VIEW_GAP = 4  # black pixels between the views of a pretraining sample
 
 
@@ -128,7 +127,10 @@ def draw_dense_sample(packed: dict) -> np.ndarray:
     """
     import cv2
 
+    from sapiens2_mm.structures import dense_fields
     from sapiens2_mm.visualization import draw_dense_prediction
+    # the targets of the declared maps that have a coloring
+    drawn = tuple(f.gt for f in dense_fields() if f.coloring is not None)
     sample = packed['data_samples']
     image = _bgr_image(packed['inputs'])
     size = (image.shape[1], image.shape[0])
@@ -142,7 +144,7 @@ def draw_dense_sample(packed: dict) -> np.ndarray:
     mask = (to_image_size(sample.gt_mask.data[0].numpy().astype(np.uint8))
             .astype(bool) if 'gt_mask' in sample else None)
     fields = {}
-    for name in DENSE_GT:
+    for name in drawn:
         if name not in sample:
             continue
         value = to_image_size(
@@ -154,7 +156,7 @@ def draw_dense_sample(packed: dict) -> np.ndarray:
     if not fields:
         raise ValueError(
             f'sample {sample.metainfo.get("img_path")} holds none of '
-            f'{DENSE_GT}; nothing to draw.')
+            f'{drawn}; nothing to draw.')
     return draw_dense_prediction(image, fields)
 
 

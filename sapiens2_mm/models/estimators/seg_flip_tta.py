@@ -29,6 +29,27 @@ def swap_channels(logits: torch.Tensor,
     return logits.index_select(dim, index)
 
 
+def merge_flip_views(views: Sequence[Tuple[torch.Tensor, bool]],
+                     pairs: Sequence[Tuple[int, int]]) -> torch.Tensor:
+    """The flip merge of body-part logits (the official flip test).
+
+    Args:
+        views: ``(logits, mirrored)`` per view of one image: (K, H, W) logits
+            (those of a horizontally mirrored view already mirrored back),
+            and whether the view was mirrored.
+        pairs: left/right class pairs, exchanged in the mirrored views.
+
+    Returns:
+        (K, H, W) mean of the views' logits.
+    """
+    total = None
+    for logits, mirrored in views:
+        if mirrored:
+            logits = swap_channels(logits, pairs, dim=0)
+        total = logits if total is None else total + logits
+    return total / len(views)
+
+
 @MODELS.register_module()
 class SegFlipTTAModel(BaseTTAModel):
     """Test-time augmentation that merges a flipped view with swapped labels.
@@ -67,14 +88,11 @@ class SegFlipTTAModel(BaseTTAModel):
         """
         merged = []
         for views in data_samples_list:
-            total = None
-            for view in views:
-                logits = view.seg_logits.data
-                if (view.metainfo.get('flip') and
-                        view.metainfo.get('flip_direction') == 'horizontal'):
-                    logits = swap_channels(logits, self.swap_pairs, dim=0)
-                total = logits if total is None else total + logits
-            logits = total / len(views)
+            logits = merge_flip_views(
+                [(view.seg_logits.data, bool(
+                    view.metainfo.get('flip') and view.metainfo.get(
+                        'flip_direction') == 'horizontal')) for view in views],
+                self.swap_pairs)
             result = views[0].clone()
             result.set_data({
                 'seg_logits': PixelData(data=logits),

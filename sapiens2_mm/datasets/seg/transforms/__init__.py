@@ -1,6 +1,6 @@
 """Segmentation transforms (the rest of the pipeline reuses mmseg/mmcv)."""
 from .crop import SegRandomCrop
-from .filter import SegFilterSmallForeground
+from .foreground_filter import SegFilterSmallForeground
 from .loading import LoadSegAnnotations
 from .noise import SegRandomGaussianBlur, SegRandomGaussianNoise
 from .resize import SegLabelToOutputSize, SegRandomResize, SegResize
