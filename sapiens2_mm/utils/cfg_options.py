@@ -20,15 +20,26 @@ the first save.
 
 Python configs bind variables when they are read: ``train_pipeline`` is copied
 into ``train_dataloader.dataset.pipeline`` and ``max_iters`` into
-``train_cfg.max_iters`` and the scheduler ``end``. :func:`apply_cfg_options`
-therefore carries an override of a list/dict variable to every copy, refuses
-one of a scalar variable (naming the keys to set), and moves scheduler
-boundaries bound to the old ``train_cfg.max_iters``/``max_epochs``.
+``train_cfg.max_iters`` and the scheduler ``end``, and the runner reads the
+copies. :func:`apply_cfg_options` therefore refuses an override of a config
+variable, naming the keys that hold its value, so that the user overrides
+those keys explicitly (nothing is rewritten behind the named keys). One
+documented exception: a new ``train_cfg.max_iters`` / ``max_epochs`` moves the
+scheduler boundaries (and the validation / checkpoint interval) bound to the
+old length, and says so in one note (:func:`rescale_schedule`).
 """
-import copy
 import difflib
 import inspect
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Set
+from typing import (
+    Any,
+    Collection,
+    Dict,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Set,
+)
 
 from mmengine.config import Config
 
@@ -223,63 +234,36 @@ def _dotted(path: Sequence) -> str:
     return '.'.join(map(str, path))
 
 
-def _set_path(cfg: Config, path: tuple, value: Any) -> None:
-    node = cfg
-    for part in path[:-1]:
-        node = node[part]
-    node[path[-1]] = value
-
-
 def _variable_problems(plain: Mapping, options: Mapping) -> Dict[str, str]:
-    """Overrides of scalar config variables, which nothing reads."""
+    """Overrides of config variables, which the runner never reads: each
+    mapped to a message naming the keys that hold the variable's value."""
     problems = {}
     for key in options:
-        top = str(key).split('.')[0]
+        top, *rest = str(key).split('.')
         if top in RUNNER_KEYS or top in TOOL_KEYS or top not in plain:
             continue
         old = plain[top]
         copies = [_dotted(p) for p in _paths_equal_to(
             {k: v for k, v in plain.items() if k != top}, old)]
-        if isinstance(old, (Mapping, list, tuple)):
-            if old and not copies:
-                problems[str(key)] = (
-                    f'{top} is a config variable that no key of the config '
-                    'equals any more (it was merged into other values, e.g. '
-                    'dict(**var, ...), when the config was read), so '
-                    'overriding it changes nothing. Override the keys that '
-                    'use it.')
+        if not copies:
+            problems[str(key)] = (
+                f'{top} is a config variable that no key of the config '
+                'equals any more (it was merged into other values, e.g. '
+                'dict(**var, ...), when the config was read), so overriding '
+                'it changes nothing. Override the keys that use it.')
             continue
         hint = {'max_iters': 'train_cfg.max_iters (the scheduler ends '
                 'follow)', 'max_epochs': 'train_cfg.max_epochs (the '
                 'scheduler ends follow)'}.get(top)
-        where = (f' Keys holding the same value: {", ".join(copies[:6])}.'
-                 if copies else '')
+        keys = ['.'.join([c, *rest]) for c in copies]
+        shown = ', '.join(keys[:8]) + (', ...' if len(keys) > 8 else '')
         problems[str(key)] = (
             f'{top} is a config variable: its value was copied where it is '
             'used when the config was read, so overriding it changes '
-            f'nothing. Set {hint or "the keys that use it"} instead.{where}')
+            'nothing the runner reads. Set '
+            f'{hint or "the keys that use it"} instead; keys holding its '
+            f'value: {shown}.')
     return problems
-
-
-def _propagate_variables(cfg: Config, before: Mapping,
-                         options: Mapping) -> List[str]:
-    """Carry overrides of list/dict config variables to their copies."""
-    notes = []
-    for top in sorted({str(k).split('.')[0] for k in options}):
-        if top in RUNNER_KEYS or top not in before:
-            continue
-        old = before[top]
-        if not isinstance(old, (Mapping, list, tuple)) or not old:
-            continue
-        others = {k: v for k, v in before.items() if k != top}
-        paths = _paths_equal_to(others, old)
-        new = cfg.to_dict()[top]
-        for path in paths:
-            _set_path(cfg, path, copy.deepcopy(new))
-        if paths:
-            notes.append(f'--cfg-options on {top} also applied to its '
-                         f'copies: {", ".join(map(_dotted, paths))}.')
-    return notes
 
 
 def _scheduler_list(cfg: Config) -> List[tuple]:
@@ -303,7 +287,8 @@ def _scaled(point: int, old: int, new: int) -> int:
     return min(new, max(1, int(round(point * new / old))))
 
 
-def rescale_schedule(cfg: Config, key: str, old: int, new: int) -> List[str]:
+def rescale_schedule(cfg: Config, key: str, old: int, new: int,
+                     keep: Collection[str] = ()) -> List[str]:
     """Move scheduler boundaries bound to the old training length.
 
     ``end`` values at or past ``old`` become ``new``. When ``new`` is shorter
@@ -315,9 +300,10 @@ def rescale_schedule(cfg: Config, key: str, old: int, new: int) -> List[str]:
         key: ``'max_iters'`` (schedulers with ``by_epoch=False``) or
             ``'max_epochs'`` (``by_epoch=True``).
         old: length the config was written for; new: the override.
+        keep: dotted keys left as they are (set by the user explicitly).
 
     Returns:
-        One note per changed value.
+        One ``'<key> <old> -> <new>'`` entry per changed value.
     """
     if old == new or old <= 0:
         return []
@@ -350,13 +336,16 @@ def rescale_schedule(cfg: Config, key: str, old: int, new: int) -> List[str]:
         elif isinstance(end, int) and end >= old:
             changed['end'] = new
         for name, value in changed.items():
-            notes.append(f'{_dotted(path)}.{name}: {s.get(name)} -> {value} '
-                         f'(follows train_cfg.{key} {old} -> {new})')
+            if f'{_dotted(path)}.{name}' in keep:
+                continue
+            notes.append(f'{_dotted(path)}.{name} {s.get(name)} -> {value}')
             s[name] = value
     return notes
 
 
 def _follow_length(cfg: Config, before: Mapping, options: Mapping) -> list:
+    """Rescale the schedule for a new ``train_cfg.max_iters``/``max_epochs``;
+    one note per length naming every value changed."""
     notes = []
     for key in ('max_iters', 'max_epochs'):
         option = f'train_cfg.{key}'
@@ -364,7 +353,7 @@ def _follow_length(cfg: Config, before: Mapping, options: Mapping) -> list:
         if option not in options or not isinstance(old, int):
             continue
         new = cfg.train_cfg[key]
-        notes += rescale_schedule(cfg, key, old, new)
+        changes = rescale_schedule(cfg, key, old, new, keep=options)
         bound = [('train_cfg', 'val_interval'),
                  ('default_hooks', 'checkpoint', 'interval')]
         for path in bound:
@@ -374,8 +363,11 @@ def _follow_length(cfg: Config, before: Mapping, options: Mapping) -> list:
             if (hasattr(node, 'get') and node.get(path[-1]) == old and
                     _dotted(path) not in options and new != old):
                 node[path[-1]] = new
-                notes.append(f'{_dotted(path)}: {old} -> {new} (was bound to '
-                             f'train_cfg.{key})')
+                changes.append(f'{_dotted(path)} {old} -> {new}')
+        if changes:
+            notes.append(f'--cfg-options {option}={new} (was {old}) rescaled '
+                         f'the schedule: {", ".join(changes)} (see '
+                         'docs/train_test.md).')
     return notes
 
 
@@ -409,18 +401,20 @@ def _fill_none_parents(cfg: Config, options: Mapping) -> List[str]:
 
 
 def apply_cfg_options(cfg: Config, options: Optional[Mapping]) -> List[str]:
-    """Check ``options``, merge them and make them reach what reads them.
+    """Check ``options`` and merge them.
 
     Args:
         cfg: the loaded config (changed in place).
         options: ``{dotted.key: value}`` as parsed by mmengine's DictAction.
 
     Returns:
-        Notes on every value changed beyond the named keys.
+        Notes on every value changed beyond the named keys: a ``None``
+        sub-config filled in, and one line for a schedule rescaled to a new
+        ``train_cfg.max_iters`` / ``max_epochs``.
 
     Raises:
-        UnknownConfigKeyError: unknown keys, or overrides of scalar config
-            variables that would change nothing.
+        UnknownConfigKeyError: unknown keys, or overrides of config variables
+            (which the runner never reads), naming the keys to set instead.
     """
     if not options:
         return []
@@ -434,5 +428,4 @@ def apply_cfg_options(cfg: Config, options: Optional[Mapping]) -> List[str]:
             '\n'.join(lines))
     notes = _fill_none_parents(cfg, options)
     cfg.merge_from_dict(options)
-    return (notes + _propagate_variables(cfg, before, options) +
-            _follow_length(cfg, before, options))
+    return notes + _follow_length(cfg, before, options)

@@ -9,8 +9,8 @@ import pytest
 import torch
 from mmengine.config import Config
 from mmengine.dataset import Compose
+from synthetic_dense import render_scene, write_scene
 
-from sapiens2_mm.datasets.dense.synthetic import render_scene, write_scene
 from sapiens2_mm.registry import DATASETS, TRANSFORMS
 from tests.conftest import DATA_DIR, REPO_DIR
 

@@ -4,14 +4,14 @@ import os.path as osp
 import cv2
 import numpy as np
 import pytest
-
-from sapiens2_mm.datasets.dense.synthetic import (
+from synthetic_dense import (
     NORMAL_CONVENTIONS,
     generate_dataset,
     passes_official_filters,
     render_scene,
     write_scene,
 )
+
 from tests.conftest import DATA_DIR
 
 SAMPLE = osp.join(DATA_DIR, 'dense_sample')
@@ -209,7 +209,7 @@ def test_bundled_sample_matches_the_generator(tmp_path):
 def test_checker_ignores_rounding_noise_on_a_cell_boundary():
     """The floor lies at world z = 0 only up to BLAS rounding, whose sign
     differs between CPUs: the checker color must not depend on it."""
-    from sapiens2_mm.datasets.dense.synthetic import _checker
+    from synthetic_dense import _checker
     c1, c2 = np.zeros(3), np.ones(3)
     texture = _checker(c1, c2, 0.25)
     xy = np.random.default_rng(0).uniform(-2, 2, size=(500, 2))
@@ -227,7 +227,7 @@ def test_datasets_of_different_seeds_share_no_scene(tmp_path):
     """Issue 18: scene i used seed + i, so --seed 1 scene 0 was --seed 0
     scene 1 (a val set from the next seed leaked into training). Scene i
     now comes from SeedSequence(seed, spawn_key=(i,))."""
-    from sapiens2_mm.datasets.dense.synthetic import scene_seed
+    from synthetic_dense import scene_seed
     seq = np.random.SeedSequence(5)
     for i, child in enumerate(seq.spawn(3)):  # numpy's own spawning
         assert scene_seed(5, i).generate_state(4).tolist() == \

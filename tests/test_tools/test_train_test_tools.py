@@ -190,13 +190,13 @@ def test_known_but_unset_cfg_options_accepted(tmp_path):
         WORKFLOW_CFG, '--work-dir', str(tmp_path), '--cfg-options',
         'model.backbone.with_cp=True',  # Sapiens2 argument left at default
         'train_dataloader.pin_memory=True',  # DataLoader argument
-        'train_dataloader.batch_size=4', 'train_pipeline.2.prob=1.0',
+        'train_dataloader.batch_size=4',
+        'train_dataloader.dataset.pipeline.2.prob=1.0',
         'env_cfg.dist_cfg.backend=gloo', 'experiment_name=x'
     ])
     cfg = train_tool.build_cfg(args)
     assert cfg.model.backbone.with_cp is True
     assert cfg.train_dataloader.batch_size == 4
-    assert cfg.train_pipeline[2].prob == 1.0
     assert cfg.train_dataloader.dataset.pipeline[2].prob == 1.0
 
 
@@ -553,7 +553,7 @@ def test_console_without_config_dump_env_and_upstream_notices(trained,
                  'pkg_resources is deprecated'):
         assert text not in console, text
     assert 'The config and the system environment are written to' in console
-    assert 'follows train_cfg.max_iters 6 -> 1' in console  # ours: shown
+    assert 'train_cfg.max_iters=1 (was 6) rescaled' in console  # ours: shown
     (log, ) = glob.glob(osp.join(work, '*', '*.log'))
     with open(log) as f:
         text = f.read()

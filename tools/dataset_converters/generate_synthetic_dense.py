@@ -16,7 +16,7 @@ written with different ``--seed`` values share no scene (train with
 import argparse
 import time
 
-from sapiens2_mm.datasets.dense.synthetic import (
+from synthetic_dense import (  # the module beside this script
     NORMAL_CONVENTIONS,
     TASK_FOLDERS,
     generate_dataset,

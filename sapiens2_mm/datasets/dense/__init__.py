@@ -1,5 +1,6 @@
-"""Dense-task datasets (normal, pointmap, albedo), transforms and the
-procedural scene generator."""
+"""Dense-task datasets (normal, pointmap, albedo) and their transforms (the
+procedural scene generator of the test data is
+tools/dataset_converters/synthetic_dense.py)."""
 from .albedo_dataset import AlbedoDataset
 from .base_dense_dataset import BaseDenseDataset
 from .normal_dataset import NormalDataset
