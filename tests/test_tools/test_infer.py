@@ -432,10 +432,10 @@ def _seg_run_drawing_fails_on(tmp_path, monkeypatch, photos, bad, error):
         _photo(folder / f'{i}.jpg', i)
     draw = SegTask.visualize
 
-    def broken(self, frame, result, meta, args):
+    def broken(self, frame, result, meta, **options):
         if frame.name == bad:
             raise error
-        return draw(self, frame, result, meta, args)
+        return draw(self, frame, result, meta, **options)
 
     monkeypatch.setattr(SegTask, 'visualize', broken)
     out = tmp_path / 'out'
