@@ -4,10 +4,10 @@ from typing import Tuple
 import cv2
 from mmengine.dataset import pseudo_collate
 
+from ..codecs.label_resize import resize_argmax
 from ..models.estimators import merge_flip_views
 from .base_inferencer import BaseInferencer
 from .inputs import Frame
-from .label_resize import resize_argmax
 from .results import SegResult
 
 
@@ -24,7 +24,7 @@ class SegInferencer(BaseInferencer):
     ``dataset_meta['flip_swap_pairs']`` exchanged, averaged before the resize;
     bilinear resizing is linear and mirror-symmetric, so the order does not
     change the result), then resizes to the frame size and takes the argmax
-    in bands of rows (:func:`~sapiens2_mm.utils.label_resize.resize_argmax`),
+    in bands of rows (:func:`~sapiens2_mm.codecs.label_resize.resize_argmax`),
     so a large photo never holds full-resolution logits: the labels are those
     of mmseg's ``postprocess_result`` + argmax, with bounded memory, as
     uint8.

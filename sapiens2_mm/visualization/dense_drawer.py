@@ -220,7 +220,8 @@ class NormalColoring(Coloring):
         return normal_to_bgr(value, rounding)
 
     def panel(self, drawing, bounds=None):
-        return _normal_panel(drawing)
+        from .legends import normal_key
+        return np.concatenate([drawing, normal_key(drawing.shape[1])], axis=0)
 
 
 class RGBColoring(Coloring):
@@ -244,16 +245,17 @@ class InverseDepthColoring(Coloring):
         return depth_to_bgr(value, bounds)
 
     def panel(self, drawing, bounds=None):
-        return _depth_panel(drawing, bounds)
+        return np.concatenate([drawing, depth_legend(drawing.shape[1],
+                                                     bounds)], axis=0)
 
     def panels(self, color, value, gt, gt_mask, foreground, rounding):
         if gt is not None:
             gt = np.where(gt_mask, gt, 0.0) if gt_mask is not None else gt
         bounds = depth_range(gt) if gt is not None else depth_range(
             value, foreground)
-        pred = _depth_panel(color(value, bounds), bounds)
-        gt = None if gt is None else _depth_panel(depth_to_bgr(gt, bounds),
-                                                  bounds)
+        pred = self.panel(color(value, bounds), bounds)
+        gt = None if gt is None else self.panel(depth_to_bgr(gt, bounds),
+                                                bounds)
         return pred, gt
 
 
@@ -310,20 +312,6 @@ def color_dense_field(name: str, value: np.ndarray, image: np.ndarray,
     drawing = coloring.colors(value, rounding, bounds)
     return mask_background(drawing, foreground, image, coloring.background,
                            background)
-
-
-def _depth_panel(depth_bgr: np.ndarray,
-                 bounds: Optional[Tuple[float, float]]) -> np.ndarray:
-    """Depth colors with the color bar under them."""
-    return np.concatenate([depth_bgr,
-                           depth_legend(depth_bgr.shape[1], bounds)], axis=0)
-
-
-def _normal_panel(normal_bgr: np.ndarray) -> np.ndarray:
-    """Normal colors with the color key under them."""
-    from .legends import normal_key
-    return np.concatenate([normal_bgr, normal_key(normal_bgr.shape[1])],
-                          axis=0)
 
 
 def _masked(drawing: np.ndarray, mask: Optional[np.ndarray]) -> np.ndarray:

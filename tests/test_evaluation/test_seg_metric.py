@@ -124,6 +124,29 @@ def test_logits_are_resized_bilinearly_before_argmax():
     assert result['IoU.Apparel'] == 100.0 and result['IoU.Eyeglass'] == 100.0
 
 
+@pytest.mark.parametrize('smooth', [True, False])
+def test_logits_resize_equals_full_interpolate_then_argmax(smooth):
+    """The metric resizes with the inferencer's banded resize + argmax
+    (codecs.label_resize): the same numbers as PyTorch's full-image
+    interpolation then argmax (the metric's earlier path), given as
+    pred_sem_seg."""
+    g = torch.Generator().manual_seed(2)
+    if smooth:  # a trained segmenter's regions
+        coarse = torch.randn(3, 29, 4, 3, generator=g) * 4
+        logits = F.interpolate(coarse, size=(32, 24), mode='bicubic')
+    else:
+        logits = torch.randn(3, 29, 32, 24, generator=g)
+    gts = torch.randint(0, 29, (3, 1, 301, 217), generator=g)
+    gts[:, :, :5] = 255
+    ours, reference = _metric(), _metric()
+    for lg, gt in zip(logits, gts):
+        ours.process({}, [_sample(gt, logits=lg)])
+        full = F.interpolate(lg[None], size=(301, 217), mode='bilinear',
+                             align_corners=False)[0]
+        reference.process({}, [_sample(gt, pred=full.argmax(0)[None])])
+    assert ours.evaluate(3) == reference.evaluate(3)
+
+
 def test_prediction_of_wrong_size_is_an_error():
     metric = _metric()
     gt = torch.zeros(1, 4, 4, dtype=torch.long)

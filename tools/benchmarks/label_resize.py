@@ -1,6 +1,6 @@
 """Seg post-processing speed: resize the logits to the photo and argmax,
 every pixel interpolated (dense) against the boundary-only look-up of
-:func:`sapiens2_mm.apis.label_resize.resize_argmax`.
+:func:`sapiens2_mm.codecs.label_resize.resize_argmax`.
 
     python tools/benchmarks/label_resize.py \\
         [--sizes 1024x768:1920x1440 1024x768:4032x3024] [--classes 29]
@@ -27,8 +27,8 @@ import torch.nn.functional as F
 
 sys.path.insert(0, osp.join(osp.dirname(osp.abspath(__file__)), '..', '..'))
 
-from sapiens2_mm.apis.label_resize import resize_argmax  # noqa: E402
-from sapiens2_mm.apis.uniform_cells import (  # noqa: E402
+from sapiens2_mm.codecs.label_resize import resize_argmax  # noqa: E402
+from sapiens2_mm.codecs.uniform_cells import (  # noqa: E402
     source_labels,
     uniform_cells,
 )

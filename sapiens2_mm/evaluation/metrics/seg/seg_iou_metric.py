@@ -6,12 +6,12 @@ from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from mmengine.dist import is_main_process
 from mmengine.logging import MMLogger, print_log
 from mmseg.evaluation.metrics import IoUMetric
 from PIL import Image
 
+from sapiens2_mm.codecs.label_resize import nonfinite_pixels, resize_argmax
 from sapiens2_mm.registry import METRICS
 
 
@@ -24,7 +24,9 @@ class SegIoUMetric(IoUMetric):
     ignored pixels; this subclass adds what the official evaluator does on top:
 
     * predictions come from the *logits* resized bilinearly
-      (``align_corners=False``) to the ground-truth size, then argmax; the
+      (``align_corners=False``) to the ground-truth size, then argmax (the
+      inferencer's :func:`~sapiens2_mm.codecs.label_resize.resize_argmax`:
+      PyTorch's interpolation + argmax in bands of rows); the
       ``pred_sem_seg`` of a data sample is used when it has no
       ``seg_logits``, and for one-channel (binary, sigmoid) models, whose
       ``seg_logits`` are probabilities that only the model's threshold turns
@@ -111,12 +113,12 @@ class SegIoUMetric(IoUMetric):
                     f'seg_logits of {name} must be (K, H, W), got '
                     f'{tuple(logits.shape)}.')
         if logits is not None and logits.shape[0] > 1:
-            size = out_shape or data_sample.get('ori_shape')
-            if size is not None and tuple(logits.shape[-2:]) != tuple(size):
-                logits = F.interpolate(logits[None].float(), size=tuple(size),
-                                       mode='bilinear', align_corners=False)[0]
-            labels = logits.argmax(dim=0)
-            bad = ~torch.isfinite(logits).all(dim=0)
+            size = tuple(out_shape or data_sample.get('ori_shape')
+                         or logits.shape[-2:])
+            # the inferencer's resize + argmax (in bands of rows)
+            labels = torch.from_numpy(resize_argmax(logits, size).astype(
+                np.int64)).to(logits.device)
+            bad = nonfinite_pixels(logits, size)
             if bool(bad.any()):
                 # a class index no histogram bin holds: never a match
                 labels = labels.masked_fill(bad, logits.shape[0])

@@ -4,7 +4,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from sapiens2_mm.apis.label_resize import label_dtype, resize_argmax
+from sapiens2_mm.codecs.label_resize import (
+    label_dtype,
+    nonfinite_pixels,
+    resize_argmax,
+)
 
 
 @pytest.mark.parametrize('size,align', [((301, 217), False), ((64, 48), False),
@@ -71,7 +75,7 @@ def _reference(logits, size, align):
                                         ((257, 401), True)])
 def test_boundary_only_path_equals_full_interpolate_argmax(size, align,
                                                            monkeypatch):
-    import sapiens2_mm.apis.label_resize as module
+    import sapiens2_mm.codecs.label_resize as module
     logits = _smooth_logits(29, 64, 48)
     calls = []
     real = module._boundary_only
@@ -87,7 +91,7 @@ def test_boundary_only_path_equals_full_interpolate_argmax(size, align,
 
 
 def test_noisy_logits_take_the_dense_path(monkeypatch):
-    import sapiens2_mm.apis.label_resize as module
+    import sapiens2_mm.codecs.label_resize as module
     monkeypatch.setattr(module, '_boundary_only',
                         lambda *a: pytest.fail('boundary path on noise'))
     torch.manual_seed(0)
@@ -120,7 +124,7 @@ def test_exact_and_near_ties_follow_the_reference():
     assert set(np.unique(out)) == {3, 5}
     # Only where the blend crosses from the tie to the near tie (source
     # columns 14-15) may float rounding pick either class.
-    from sapiens2_mm.apis.label_resize import _source_index
+    from sapiens2_mm.codecs.label_resize import _source_index
     seam = (_source_index(size[1], 30, False, 'cpu')[0] == 14).numpy()
     assert seam.any()
     np.testing.assert_array_equal(out[:, ~seam], ref[:, ~seam])
@@ -156,3 +160,27 @@ def test_boundary_only_path_with_more_than_256_classes():
     assert out.dtype == np.uint16 and out.max() == 299
     np.testing.assert_array_equal(
         out, _reference(logits, (150, 110), False).argmax(0).numpy())
+
+
+@pytest.mark.parametrize('size,align', [((301, 217), False), ((32, 24), False),
+                                        ((97, 301), True), ((16, 12), False),
+                                        ((7, 5), False)])
+def test_nonfinite_pixels_are_those_of_pytorchs_resize(size, align):
+    """Every pixel whose cell has a NaN / inf corner (at (7, 5) no cell
+    reads one)."""
+    logits = torch.randn(5, 32, 24)
+    logits[2, 3, 4] = float('nan')
+    logits[0, 31, 23] = float('inf')
+    logits[4, 10, 0] = float('-inf')
+    ref = logits if size == (32, 24) else F.interpolate(
+        logits[None], size=size, mode='bilinear', align_corners=align)[0]
+    expected = ~torch.isfinite(ref).all(0)
+    assert expected.any() == (size != (7, 5))
+    assert torch.equal(nonfinite_pixels(logits, size, align), expected)
+    assert not nonfinite_pixels(torch.zeros(5, 4, 3), size).any()
+
+
+def test_identity_size_is_the_argmax():
+    logits = torch.randn(29, 32, 24)
+    np.testing.assert_array_equal(resize_argmax(logits, (32, 24)),
+                                  logits.argmax(0).numpy())

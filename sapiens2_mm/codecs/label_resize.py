@@ -1,5 +1,10 @@
 """Bilinear resize of class logits to a large image, then argmax, in row tiles.
 
+The one "resize logits, then argmax" of the package: the seg inferencer's
+label maps and :class:`~sapiens2_mm.evaluation.SegIoUMetric`'s predictions.
+It sits with the codecs (the pose heatmap decoding is there too): below
+``apis`` and ``evaluation``, which both use it.
+
 mmseg's ``postprocess_result`` resizes the (C, h, w) logits to the full image
 before the argmax: (29, 6000, 8000) float32 is 5.6 GB for one 8000x6000 photo.
 The same bilinear interpolation (PyTorch's ``align_corners`` rules) done for a
@@ -9,7 +14,7 @@ Label maps whose resized logits fit in one band (ordinary photos) take
 PyTorch's interpolation directly.
 
 Before either, the label map is looked up where it cannot change
-(:mod:`~sapiens2_mm.apis.uniform_cells`): only pixels of cells whose corners
+(:mod:`~sapiens2_mm.codecs.uniform_cells`): only pixels of cells whose corners
 disagree (region boundaries) are interpolated, which is what makes a trained
 model's label map of a 12 MP photo about 10x cheaper. Score maps that are
 mostly boundaries (random weights) take the dense paths.
@@ -142,6 +147,8 @@ def resize_argmax(logits: torch.Tensor, size: Tuple[int, int],
     num_classes, in_h, in_w = logits.shape
     out_h, out_w = (int(v) for v in size)
     scores = logits.float()
+    if (out_h, out_w) == (in_h, in_w):  # the resize is the identity
+        return _labels(scores.permute(1, 2, 0), threshold, num_classes)
     # Source indices only for the paths that gather with them (the one-band
     # path below is PyTorch's own kernel).
     rows = cols = None
@@ -168,6 +175,33 @@ def resize_argmax(logits: torch.Tensor, size: Tuple[int, int],
         rows, cols = _grid_indices((out_h, out_w), (in_h, in_w),
                                    align_corners, scores.device)
     return _dense_banded(scores, rows, cols, threshold, tile_bytes)
+
+
+def nonfinite_pixels(logits: torch.Tensor, size: Tuple[int, int],
+                     align_corners: bool = False) -> torch.Tensor:
+    """Pixels of :func:`resize_argmax`'s output whose resized scores are not
+    all finite, as PyTorch's bilinear resize makes them.
+
+    Its kernel multiplies all four corners of a pixel's cell, even at weight
+    0, so one NaN / inf corner score (any class) makes the pixel non-finite.
+    At the input size nothing is resized: the input's own pixels.
+
+    Args:
+        logits: (C, h, w) class scores.
+        size: output (H, W).
+        align_corners: as for :func:`resize_argmax`.
+
+    Returns:
+        (H, W) bool, on ``logits``' device.
+    """
+    bad = ~torch.isfinite(logits).all(0)
+    size = tuple(int(v) for v in size)
+    if size == tuple(bad.shape) or not bool(bad.any()):
+        return bad if size == tuple(bad.shape) else bad.new_zeros(size)
+    rows, cols = _grid_indices(size, tuple(bad.shape), align_corners,
+                               bad.device)
+    bad = bad[rows[0]] | bad[rows[1]]
+    return bad[:, cols[0]] | bad[:, cols[1]]
 
 
 def _probed_mixed_fraction(scores: torch.Tensor,

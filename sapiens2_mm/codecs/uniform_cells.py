@@ -93,7 +93,7 @@ def interpolate_at(scores: torch.Tensor, rows: Tuple, cols: Tuple
 
     ``upsample_bilinear2d`` on CPU blends along the width first, then along
     the height: ``(v00 wx0 + v01 wx1) wy0 + (v10 wx0 + v11 wx1) wy1``. With
-    the same weights (:func:`~sapiens2_mm.apis.label_resize._source_index`)
+    the same weights (:func:`~sapiens2_mm.codecs.label_resize._source_index`)
     the values agree with its contiguous kernel to one float32 rounding
     (its vectorised kernels fuse some multiply-adds; its channels-last and
     contiguous kernels differ from each other by as much).

@@ -7,8 +7,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from sapiens2_mm.apis.label_resize import _source_index
-from sapiens2_mm.apis.uniform_cells import (
+from sapiens2_mm.codecs.label_resize import _source_index
+from sapiens2_mm.codecs.uniform_cells import (
     first_argmax_top2,
     interpolate_at,
     source_labels,
