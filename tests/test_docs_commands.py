@@ -133,9 +133,9 @@ COVERAGE = {
     'bash tools/gpu_acceptance.sh --dry-run': (
         'test', 'tests/test_tools/test_gpu_acceptance.py::'
         'test_dry_run_every_stage'),
-    'python tools/analysis_tools/benchmark_fsdp.py --embed-dims 384 '
+    'python tools/benchmarks/fsdp.py --embed-dims 384 '
     '--num-layers 8 --iters 3 --out fsdp_bench.json': (
-        'test', 'tests/test_tools/test_benchmark_fsdp.py::'
+        'test', 'tests/test_tools/test_benchmarks.py::'
         'test_tiny_benchmark_variants_agree_and_shard'),
     'python tools/infer.py pose configs/pose/'
     'sapiens2-1b_8xb7-20k_sapiens308-1024x768.py '
@@ -293,9 +293,9 @@ COVERAGE = {
     '3024 --workers 1 2': ('test', (
         'tests/test_tools/test_analysis_tools.py::'
         'test_benchmark_cpu_stages_counts_every_item')),
-    'python tools/analysis_tools/benchmark_label_resize.py': ('test', (
-        'tests/test_tools/test_analysis_tools.py::'
-        'test_benchmark_label_resize_both_ways_agree')),
+    'python tools/benchmarks/label_resize.py': ('test', (
+        'tests/test_tools/test_benchmarks.py::'
+        'test_label_resize_both_ways_agree')),
     'python tools/dataset_converters/coco_wholebody_to_sapiens308.py '
     'data/coco/annotations/coco_wholebody_val_v1.0.json '
     'data/coco/annotations/coco_wholebody_val_308.json':

@@ -353,7 +353,7 @@ def stage_bench(args, work, task, size):
 
 
 def stage_pretrain(args, work):
-    cmd = [sys.executable, 'tools/analysis_tools/benchmark_pretrain.py',
+    cmd = [sys.executable, 'tools/benchmarks/pretrain.py',
            '--iters', '1', '--worker', '0.75,0']
     if args.dry_run:
         cmd += ['--arch', 'tiny', '--input-size', '64', '48']

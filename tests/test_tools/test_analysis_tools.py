@@ -1,5 +1,5 @@
 """tools/analysis_tools: get_flops, print_config, analyze_logs, browse_dataset,
-benchmark_label_resize, benchmark_cpu_stages."""
+estimate_memory, benchmark_cpu_stages (tools/benchmarks: test_benchmarks.py)."""
 import json
 import os.path as osp
 
@@ -26,7 +26,6 @@ get_flops = _tool('get_flops')
 print_config = _tool('print_config')
 analyze_logs = _tool('analyze_logs')
 browse_dataset = _tool('browse_dataset')
-benchmark_label_resize = _tool('benchmark_label_resize')
 estimate_memory = _tool('estimate_memory')
 
 
@@ -342,24 +341,6 @@ def test_analyze_logs_joins_the_runs_of_a_resumed_work_dir(tmp_path):
     # A single file is still read on its own.
     only = tmp_path / 'work' / '20260101_010000' / 'vis_data' / 'scalars.json'
     assert analyze_logs.load_series(str(only))['loss'][0] == [5, 6]
-
-
-def test_benchmark_label_resize_both_ways_agree(capsys):
-    rows = benchmark_label_resize.main(
-        ['--sizes', '128x96:480x640', '256x192:300x200', '--repeat', '1'])
-    out = capsys.readouterr().out
-    assert out.count('resize_argmax') == 4
-    assert [r['kind'] for r in rows] == ['smooth', 'noise'] * 2
-    for row in rows:
-        assert row['differ'] == 0
-        assert row['dense_ms'] > 0 and row['new_ms'] > 0
-        # smooth logits are mostly uniform cells, noise is all boundaries
-        assert (row['boundary'] < 0.25) == (row['kind'] == 'smooth')
-
-
-def test_benchmark_label_resize_rejects_bad_sizes():
-    with pytest.raises(SystemExit, match='expected NETHxNETW:PHOTOHxPHOTOW'):
-        benchmark_label_resize.main(['--sizes', '1024x768'])
 
 
 @pytest.mark.parametrize('config', [

@@ -2,7 +2,7 @@
 (mmseg's ``postprocess_result``, int64 labels: the earlier inferencer) against
 the banded resize + argmax of :class:`sapiens2_mm.apis.SegInferencer` (uint8).
 
-    python tools/analysis_tools/benchmark_seg_memory.py [--size 8000x6000]
+    python tools/benchmarks/seg_memory.py [--size 8000x6000]
         [--config configs/seg/sapiens2-tiny_1xb2-30_seg29sample-128x96.py]
 
 Each way runs in a fresh process. After the model is built and the photo is

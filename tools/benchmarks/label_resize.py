@@ -2,7 +2,7 @@
 every pixel interpolated (dense) against the boundary-only look-up of
 :func:`sapiens2_mm.codecs.label_resize.resize_argmax`.
 
-    python tools/analysis_tools/benchmark_label_resize.py \\
+    python tools/benchmarks/label_resize.py \\
         [--sizes 1024x768:1920x1440 1024x768:4032x3024] [--classes 29]
 
 Two kinds of (C, h, w) logits, both synthetic (no trained weights here):

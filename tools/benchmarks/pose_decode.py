@@ -8,7 +8,7 @@ agree and prints timings.
 
 Usage::
 
-    python tools/analysis_tools/benchmark_pose_decode.py [--persons 8]
+    python tools/benchmarks/pose_decode.py [--persons 8]
         [--keypoints 308] [--heatmap 192 256] [--absent 0.1] [--repeats 3]
 """
 import argparse

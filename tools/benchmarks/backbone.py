@@ -6,7 +6,7 @@ across machines. FLOPs are counted by
 ``torch.utils.flop_counter`` (2 x multiply-adds of matmuls, convs and attention).
 
 Example:
-    python tools/analysis_tools/benchmark_backbone.py --arch sapiens2_0.1b \
+    python tools/benchmarks/backbone.py --arch sapiens2_0.1b \
         --input-size 512 384 --threads 2
 """
 import argparse

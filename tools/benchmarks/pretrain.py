@@ -13,7 +13,7 @@ Peak memory is ``torch.cuda.max_memory_allocated`` on a GPU, else the
 process's peak resident set size (includes the interpreter, ~0.4 GB).
 
 Example:
-    python tools/analysis_tools/benchmark_pretrain.py --arch sapiens2_0.1b \
+    python tools/benchmarks/pretrain.py --arch sapiens2_0.1b \
         --input-size 512 384 --threads 2
 """
 import argparse

@@ -16,7 +16,7 @@ reports, per rank:
 
 Ratios are to FSDP1 in the same run. Example (about 1 minute on 2 cores)::
 
-    python tools/analysis_tools/benchmark_fsdp.py --out fsdp_bench.json
+    python tools/benchmarks/fsdp.py --out fsdp_bench.json
 """
 import argparse
 import json

@@ -21,7 +21,7 @@ Prints both sets of numbers (they must be identical) and the timings.
 
 Usage::
 
-    python tools/analysis_tools/benchmark_keypoint_metric.py --replicate 100
+    python tools/benchmarks/keypoint_metric.py --replicate 100
 """
 import argparse
 import contextlib

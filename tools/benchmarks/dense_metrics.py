@@ -12,7 +12,7 @@ as in the official evaluators, against float64 in the reference).
 
 Usage::
 
-    python tools/analysis_tools/benchmark_dense_metrics.py --num-images 4
+    python tools/benchmarks/dense_metrics.py --num-images 4
 """
 import argparse
 import time

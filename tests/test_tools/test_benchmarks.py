@@ -1,0 +1,41 @@
+"""tools/benchmarks, on tiny inputs: the figures a benchmark prints come from
+runs that agree with each other (see tools/benchmarks/README.md)."""
+import pytest
+
+from .workflow_utils import load_tool
+
+
+@pytest.mark.slow
+def test_tiny_benchmark_variants_agree_and_shard(tmp_path):
+    """fsdp.py: FSDP1, FSDP2 and DDP end equal, and both FSDP variants
+    hold half of DDP's model state."""
+    bench = load_tool('benchmarks/fsdp')
+    out = tmp_path / 'bench.json'
+    rows = bench.main(['--embed-dims', '64', '--num-layers', '2',
+                       '--input-size', '32', '32', '--batch-size', '2',
+                       '--iters', '1', '--out', str(out)])
+    assert set(rows) == {'fsdp1', 'fsdp2', 'ddp'}
+    for row in rows.values():
+        assert row['max_param_diff'] <= 1e-6
+    # 2 ranks: each FSDP rank holds about half the state DDP holds
+    assert rows['ddp']['state_mib_vs_fsdp1'] == pytest.approx(2.0, rel=0.02)
+    assert rows['fsdp2']['state_mib_vs_fsdp1'] == pytest.approx(1.0, rel=0.02)
+    assert out.is_file()
+
+
+def test_label_resize_both_ways_agree(capsys):
+    rows = load_tool('benchmarks/label_resize').main(
+        ['--sizes', '128x96:480x640', '256x192:300x200', '--repeat', '1'])
+    out = capsys.readouterr().out
+    assert out.count('resize_argmax') == 4
+    assert [r['kind'] for r in rows] == ['smooth', 'noise'] * 2
+    for row in rows:
+        assert row['differ'] == 0
+        assert row['dense_ms'] > 0 and row['new_ms'] > 0
+        # smooth logits are mostly uniform cells, noise is all boundaries
+        assert (row['boundary'] < 0.25) == (row['kind'] == 'smooth')
+
+
+def test_label_resize_rejects_bad_sizes():
+    with pytest.raises(SystemExit, match='expected NETHxNETW:PHOTOHxPHOTOW'):
+        load_tool('benchmarks/label_resize').main(['--sizes', '1024x768'])
