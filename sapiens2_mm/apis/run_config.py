@@ -89,10 +89,10 @@ def load_config(path: str, cfg_options: Optional[Mapping] = None,
 def ensure_writable_dir(path: str, what: str = 'work dir') -> str:
     """Create ``path`` if needed and prove it is writable; return it."""
     try:
-        return check_writable_dir(path, what)
+        return check_writable_dir(path, what, 'Use another --work-dir (or '
+                                  '--show-dir / --out).')
     except OutputPathError as err:
-        raise RunConfigError(
-            f'{err} Use --work-dir (or --show-dir/--out).') from err
+        raise RunConfigError(str(err)) from err
 
 
 def set_work_dir(cfg: Config, work_dir: Optional[str] = None) -> None:

@@ -22,33 +22,8 @@ import cv2
 import numpy as np
 
 from ..utils.atomic_file import temporary_path
+from ..utils.output_paths import check_writable_dir, is_within
 from .inputs import Frame, FrameReader
-
-
-def check_writable_dir(path: str) -> str:
-    """Create ``path`` if needed and make sure files can be written there.
-
-    Raises:
-        PermissionError / NotADirectoryError: with the path and what to do.
-    """
-    if osp.exists(path) and not osp.isdir(path):
-        raise NotADirectoryError(
-            f'Output path {path!r} exists and is not a folder; pass a folder.')
-    try:
-        os.makedirs(path, exist_ok=True)
-        probe = osp.join(path, '.sapiens2_write_test')
-        with open(probe, 'w') as f:
-            f.write('')
-        os.remove(probe)
-    except OSError as err:
-        raise PermissionError(
-            f'Cannot write to output folder {path!r} ({err.strerror}). Pass '
-            'a writable --output folder.') from err
-    return path
-
-
-def _within(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def check_output_outside_inputs(out_dir: str, reader: FrameReader) -> None:
@@ -65,7 +40,7 @@ def check_output_outside_inputs(out_dir: str, reader: FrameReader) -> None:
     folders += [(osp.dirname(osp.realpath(p)), False)
                 for p in reader.input_paths()]
     for folder, is_input_folder in folders:
-        if out == folder or (is_input_folder and _within(out, folder)):
+        if out == folder or (is_input_folder and is_within(out, folder)):
             raise ValueError(
                 f'--output {out_dir!r} is (inside) the input folder '
                 f'{folder!r}; outputs keep the input names and could replace '
@@ -156,7 +131,8 @@ class OutputLayout:
 
     def __init__(self, out_dir: str, reader: FrameReader) -> None:
         check_output_outside_inputs(out_dir, reader)
-        self.out_dir = check_writable_dir(out_dir)
+        self.out_dir = check_writable_dir(out_dir, 'output folder',
+                                          'Pass a writable --output folder.')
         self.protected = {osp.realpath(p) for p in reader.input_paths()}
         self.claimed: Dict[str, str] = {}
 

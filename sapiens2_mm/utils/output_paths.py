@@ -14,6 +14,14 @@ class OutputPathError(ValueError):
     """An output path that cannot or must not be written."""
 
 
+class NotAFolderError(OutputPathError, NotADirectoryError):
+    """An output folder that exists as a file."""
+
+
+class NotWritableError(OutputPathError, PermissionError):
+    """An output folder where no file can be written."""
+
+
 def same_file(a: str, b: str) -> bool:
     """``a`` and ``b`` are one file (also through links), or resolve to one
     path when either does not exist yet."""
@@ -22,20 +30,35 @@ def same_file(a: str, b: str) -> bool:
     return osp.realpath(a) == osp.realpath(b)
 
 
-def check_writable_dir(path: str, what: str = 'output folder') -> str:
-    """Create ``path`` if needed and prove a file can be written there.
+def check_writable_dir(path: str, what: str = 'output folder',
+                       hint: str = 'Choose another path.') -> str:
+    """Create ``path`` if needed and prove a file can be written there (a
+    uniquely named probe file, removed again).
+
+    Args:
+        path: the folder a tool will write into.
+        what: how the message names it (``'work dir'``, ``'--show-dir'``).
+        hint: what the message tells the user to do.
+
+    Returns:
+        ``path``.
 
     Raises:
-        OutputPathError: naming the folder and the operating-system reason.
+        NotAFolderError: ``path`` is a file (also a ``NotADirectoryError``).
+        NotWritableError: with the operating-system reason (also a
+            ``PermissionError``).
     """
+    if osp.exists(path) and not osp.isdir(path):
+        raise NotAFolderError(
+            f'The {what} {path!r} exists and is not a folder. {hint}')
     try:
         os.makedirs(path, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path, prefix='.write_test'):
             pass
     except OSError as err:
-        raise OutputPathError(
-            f'The {what} {path!r} is not writable ({err.strerror or err}). '
-            'Choose another path.') from err
+        raise NotWritableError(
+            f'Cannot write to {what} {path!r}: not writable '
+            f'({err.strerror or err}). {hint}') from err
     return path
 
 
@@ -74,7 +97,8 @@ def check_output_file(path: str, inputs: Iterable[str] = (),
     return path
 
 
-def _within(path: str, folder: str) -> bool:
+def is_within(path: str, folder: str) -> bool:
+    """``path`` is ``folder`` or lies below it (both already resolved)."""
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
@@ -92,7 +116,7 @@ def check_outside_folders(path: str, folders: Iterable[str],
     """
     real = osp.realpath(path)
     for folder in folders:
-        if _within(real, osp.realpath(folder)):
+        if is_within(real, osp.realpath(folder)):
             raise OutputPathError(
                 f'The {what} {path!r} is (inside) the input folder '
                 f'{folder!r}; files written there could replace the inputs. '
