@@ -73,17 +73,19 @@ def detect_task(state_dict: Mapping[str, torch.Tensor]) -> str:
     """Guess the task of an official or converted state dict.
 
     Returns:
-        a task of :func:`official_tasks`; ``'pretrain'`` for bare backbone
-        keys.
+        a task of :func:`official_tasks`; ``'pretrain'`` for backbone keys
+        only (unprefixed, or all under ``backbone.``).
 
     Raises:
-        ValueError: the keys match no known layout.
+        ValueError: the keys match no known layout (e.g. a backbone with
+            the head of a task that declares no official layout).
     """
     for task, layout in official_layouts().items():
         if any(key.endswith(layout.marker) for key in state_dict):
             return task
-    if 'cls_token' in state_dict or 'backbone.cls_token' in state_dict:
-        return PRETRAIN
+    if 'cls_token' in state_dict or ('backbone.cls_token' in state_dict and all(
+            key.startswith('backbone.') for key in state_dict)):
+        return PRETRAIN  # bare backbone keys, or only 'backbone.' ones
     sample = ', '.join(list(state_dict)[:5])
     raise ValueError(
         f'Cannot tell the Sapiens2 task of a checkpoint with keys {sample}, ...; '

@@ -5,12 +5,11 @@ ground-truth predictions (fixed seed: noise, dropped keypoints, random scores,
 near-duplicates and false positives).
 """
 import contextlib
-import importlib.util
 import io
 import json
-import os.path as osp
 from collections import defaultdict
 
+import coco_wholebody_to_sapiens308 as wholebody_to_308  # tools/dataset_converters
 import numpy as np
 import pytest
 
@@ -20,7 +19,6 @@ from sapiens2_mm.evaluation.metrics.pose import (
     load_keypoints308_info,
 )
 
-from ..conftest import REPO_DIR
 from .test_pose_data import (
     COCO17_JSON,
     COCO17_SIGMAS,
@@ -34,15 +32,6 @@ from .test_pose_data import (
 
 FIELD308 = 'goliath_wholebody_kpts'
 PARTS = ('body', 'foot', 'face', 'left_hand', 'right_hand')
-
-
-def _converter():
-    path = osp.join(REPO_DIR, 'tools', 'dataset_converters',
-                    'coco_wholebody_to_sapiens308.py')
-    spec = importlib.util.spec_from_file_location('wb308', path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _ordered_dets(samples, index=None):
@@ -84,7 +73,7 @@ def _mmpose_coco_metric(ann_file, samples, sigmas, **kwargs):
 def gt308(tmp_path_factory):
     """Converted COCO-WholeBody sample, with synthetic dense-face labels (the
     133 layout has none of the 238 face points) inside each valid face box."""
-    gt = _converter().convert(load_json(WHOLEBODY_JSON))
+    gt = wholebody_to_308.convert(load_json(WHOLEBODY_JSON))
     src = {a['id']: a for a in load_json(WHOLEBODY_JSON)['annotations']}
     face = np.array(load_keypoints308_info()['groups']['face'])
     rng = np.random.default_rng(1)

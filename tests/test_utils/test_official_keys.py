@@ -88,3 +88,16 @@ def test_a_registered_head_brings_its_layout(monkeypatch):
                         {**MODELS.module_dict, 'ClashingHead': ClashingHead})
     with pytest.raises(ValueError, match='different official key layouts'):
         official_layouts()
+
+
+def test_backbone_with_an_undeclared_head_is_not_called_pretrain():
+    """Backbone keys plus the head of a task without an official layout:
+    an unknown layout (ValueError, so init_model's checked load lists the
+    keys), not a pretraining checkpoint to be refused as one."""
+    backbone = {'backbone.cls_token': torch.zeros(1),
+                'backbone.blocks.0.w': torch.zeros(1)}
+    assert detect_task(backbone) == 'pretrain'
+    assert detect_task({'cls_token': torch.zeros(1)}) == 'pretrain'
+    with pytest.raises(ValueError, match='Cannot tell the Sapiens2 task'):
+        detect_task({**backbone, 'decode_head.conv_matte.weight':
+                     torch.zeros(1)})

@@ -10,7 +10,7 @@ Example:
         --input-size 512 384 --threads 2
 """
 import argparse
-import time
+import timeit
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
@@ -39,12 +39,7 @@ def best_seconds(fn, iters, warmup):
     """Minimum wall time of ``fn`` over ``iters`` runs after ``warmup``."""
     for _ in range(warmup):
         fn()
-    times = []
-    for _ in range(iters):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+    return min(timeit.repeat(fn, number=1, repeat=iters))
 
 
 def gemm_peak_gflops(dtype, size, iters):

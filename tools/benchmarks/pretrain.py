@@ -21,7 +21,7 @@ import json
 import resource
 import subprocess
 import sys
-import time
+import timeit
 
 TINY = dict(embed_dims=32, num_layers=2, num_heads=4, feedforward_channels=64,
             num_tokenizer_layers=1)
@@ -44,13 +44,9 @@ def parse_args(argv=None):
 
 
 def best_seconds(fn, iters):
-    fn()  # warm-up
-    times = []
-    for _ in range(iters):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+    """Minimum wall time of ``fn`` over ``iters`` runs after one warm-up."""
+    fn()
+    return min(timeit.repeat(fn, number=1, repeat=iters))
 
 
 def run_one(args, mask_ratio, with_cp):
