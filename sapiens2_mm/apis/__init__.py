@@ -4,14 +4,16 @@
 >>> model = init_model('configs/seg/...py', 'sapiens2_1b_seg.safetensors')
 >>> results = build_inferencer(model)(['a.jpg', 'frames/'])
 """
-from .base_inferencer import BaseInferencer, inference_pipeline
+from .base_inferencer import (
+    BaseInferencer,
+    build_inferencer,
+    inference_pipeline,
+)
 from .dense_inferencer import DenseInferencer
-from .inferencer_factory import build_inferencer
 from .init_model import init_model, load_config, load_task_checkpoint
 from .inputs import Frame, FrameReader
-from .person_boxes import BoxFile, DetectorBoxes, WholeImageBoxes
 from .ply import write_ply
-from .pose_inferencer import PoseInferencer
+from .pose_inferencer import BoxFile, DetectorBoxes, PoseInferencer, WholeImageBoxes
 from .results import DenseResult, PoseResult, SegResult
 from .run_index import InferenceIndex
 from .runner import Runner, render_frames

@@ -157,3 +157,24 @@ class BaseInferencer(metaclass=ABCMeta):
         """Results of decoded frames, serially; a failure is raised."""
         from .runner import Runner
         return [r for _, r in Runner(self, strict=True).iter_frames(frames)]
+
+
+def build_inferencer(model, task=None, **kwargs) -> BaseInferencer:
+    """The inferencer of ``model``'s task (its registered description).
+
+    Args:
+        model: a model from :func:`init_model` (its ``task`` is used) or a
+            config path, in which case ``checkpoint=`` / ``device=`` may be
+            given in ``kwargs``.
+        task: force a task name.
+        **kwargs: inferencer arguments (batch_size, flip_test, boxes, ...).
+
+    Raises:
+        ValueError: the task is not registered (registered names listed).
+    """
+    from .init_model import load_config
+    from .tasks import find_task, get_task
+    if task is None:
+        task = getattr(model, 'task', None)
+    spec = find_task(load_config(model)) if task is None else get_task(task)
+    return spec.build_inferencer(model, **kwargs)

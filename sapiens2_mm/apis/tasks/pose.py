@@ -8,8 +8,7 @@ import numpy as np
 from mmengine.config import Config
 
 from ...registry import TASKS
-from ..person_boxes import BoxFile, DetectorBoxes, WholeImageBoxes
-from ..pose_inferencer import PoseInferencer
+from ..pose_inferencer import BoxFile, DetectorBoxes, PoseInferencer, WholeImageBoxes
 from ..writers import TaskWriter, write_text
 from .base import BaseTask, visualization_hooks
 
