@@ -165,3 +165,20 @@ def test_wrong_task_and_unknown_task(seg_model):
     with pytest.raises(ValueError,
                        match=r"Unknown task 'no_such_task'; registered tasks"):
         build_inferencer(seg_model, task='no_such_task')
+
+
+@pytest.mark.parametrize('task', ['pose', 'seg', 'normal', 'pointmap',
+                                  'albedo'])
+def test_every_inferencer_takes_compile_and_dtype(task, monkeypatch):
+    """``compile`` / ``dtype`` reach the speed-ups for every task (the dense
+    inferencers once lacked them)."""
+    import sapiens2_mm.runtime.speedups as speedups
+    calls = []
+    monkeypatch.setattr(speedups, 'apply_speedups',
+                        lambda model, **kw: calls.append(kw))
+    model = init_model(tiny_config(task))
+    calls.clear()
+    inferencer = build_inferencer(model, batch_size=2, compile=True,
+                                  dtype='bf16')
+    assert calls == [dict(compile=True, dtype='bf16')]
+    assert inferencer.batch_size == 2
