@@ -275,7 +275,7 @@ COVERAGE = {
         'in tests/test_apis/test_precision.py::'
         'test_infer_cli_bf16_without_support_fails_before_any_frame; '
         '--compile, --batch-size and --bboxes run in tests/test_apis/'
-        'test_compile.py and tests/test_apis/test_pipelined_runner.py')),
+        'test_compile.py and tests/test_apis/test_runner.py')),
     'python tools/analysis_tools/benchmark_inference.py '
     'configs/pose/sapiens2-0.4b_8xb6-10k_coco-1024x768.py --arch sapiens2_0.1b '
     '--input-size 512 384 --input tests/data/coco_sample --boxes coco '

@@ -30,7 +30,7 @@ def _add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('checkpoint', nargs='?', default=None,
                         help='official .safetensors or mmengine .pth; '
                         'omitted = random weights (smoke tests only)')
-    parser.add_argument('--input', required=True, nargs='+',
+    parser.add_argument('--input', dest='inputs', required=True, nargs='+',
                         help='image(s), folder(s) or video(s)')
     parser.add_argument('--output', required=True,
                         help='output folder (new, empty, or of an earlier '
@@ -78,7 +78,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def main(argv=None) -> int:
-    summary = run_inference(parse_args(argv))
+    summary = run_inference(**vars(parse_args(argv)))
     if summary.interrupted:
         return 130
     return 0 if summary.processed or summary.resumed else 1

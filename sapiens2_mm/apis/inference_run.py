@@ -15,7 +15,6 @@ What is guaranteed (docs/inference.md, "What is guaranteed"):
 * unreadable inputs are skipped and listed; damaged ones (truncated JPEG)
   are processed, counted and listed as warnings.
 """
-import argparse
 import json
 import os.path as osp
 from contextlib import closing
@@ -66,15 +65,31 @@ def _progress(total: int):
         return ProgressBar(total)
 
 
-def run_inference(args: argparse.Namespace,
-                  echo: Callable[[str], None] = print) -> RunSummary:
-    """Run ``args.task`` over ``args.input`` into ``args.output``.
+def run_inference(task: str, config: str, inputs, output: str,
+                  checkpoint: Optional[str] = None, device: str = 'cpu',
+                  batch_size: int = 4, flip_test: bool = False,
+                  no_vis: bool = False, compile: bool = False,
+                  dtype: str = 'fp32', workers: Optional[int] = None,
+                  serial: bool = False, cfg_options: Optional[dict] = None,
+                  echo: Callable[[str], None] = print,
+                  **task_options) -> RunSummary:
+    """Run ``task`` over ``inputs`` into the folder ``output``.
 
     Args:
-        args: the ``tools/infer.py`` options (task, config, checkpoint,
-            input, output, device, batch_size, flip_test, no_vis and the
-            task's own options).
+        task: a registered task name.
+        config / checkpoint: the task config and its weights (None: random
+            weights, with a warning).
+        inputs: image(s), folder(s), video(s) or arrays (``FrameReader``).
+        output: the output folder (new, empty, or of an earlier run).
+        device / batch_size / flip_test / compile / dtype: the model and
+            the inferencer (:class:`~sapiens2_mm.apis.BaseInferencer`).
+        no_vis: write no visualizations.
+        workers: threads per CPU stage (default: half the cores, 1 to 4).
+        serial: one thread, nothing overlapped (debugging).
+        cfg_options: config overrides (recorded in the index).
         echo: where the summary lines go.
+        **task_options: the task's own options (:meth:`BaseTask.options`;
+            ``tools/infer.py TASK -h`` lists them).
 
     Raises:
         ValueError / FileNotFoundError / FileExistsError / PermissionError /
@@ -82,31 +97,30 @@ def run_inference(args: argparse.Namespace,
         frame is processed.
     """
     from .init_model import init_model
-    spec = get_task(args.task)
-    check_device(args.device)
-    if args.batch_size < 1:
-        raise ValueError(f'--batch-size must be >= 1, got {args.batch_size}.')
-    workers = getattr(args, 'workers', None)
+    spec = get_task(task)
+    options = spec.options(**task_options)
+    check_device(device)
+    if batch_size < 1:
+        raise ValueError(f'--batch-size must be >= 1, got {batch_size}.')
     if workers is not None and workers < 1:
         raise ValueError(f'--workers must be >= 1, got {workers} (1 '
                          'decodes and draws in one thread).')
     workers = workers or default_workers()
-    reader = FrameReader(args.input)
-    task_kwargs = spec.inferencer_kwargs(args)
-    layout = OutputLayout(args.output, reader)
+    reader = FrameReader(inputs)
+    task_kwargs = spec.inferencer_kwargs(device=device, **options)
+    layout = OutputLayout(output, reader)
     header = dict(
-        task=spec.name, config=osp.abspath(args.config),
-        checkpoint=osp.abspath(args.checkpoint) if args.checkpoint else None,
+        task=spec.name, config=osp.abspath(config),
+        checkpoint=osp.abspath(checkpoint) if checkpoint else None,
         # a retrained file at the same path is another model
-        checkpoint_file=file_identity(args.checkpoint),
-        flip_test=bool(args.flip_test))
-    cfg_options = getattr(args, 'cfg_options', None)
+        checkpoint_file=file_identity(checkpoint),
+        flip_test=bool(flip_test))
     if cfg_options:  # only when given: indexes of earlier runs stay valid
         # as JSON reads it back (tuples become lists) for the re-run check
         header['cfg_options'] = json.loads(json.dumps(
             {k: cfg_options[k] for k in sorted(cfg_options)}))
-    header.update(spec.index_options(args))
-    if not args.checkpoint:
+    header.update(spec.index_options(**options))
+    if not checkpoint:
         header['weights'] = 'random'
         echo(RANDOM_WEIGHTS_WARNING)
     index = InferenceIndex(layout.out_dir, header)
@@ -114,17 +128,16 @@ def run_inference(args: argparse.Namespace,
         index.check_sources(*reader.sources())
         reader.done = set(index.done)
         reader.done_videos = set(index.done_videos)
-        model = init_model(args.config, args.checkpoint, args.device,
-                           cfg_options=cfg_options,
-                           compile=getattr(args, 'compile', False),
-                           dtype=getattr(args, 'dtype', 'fp32'))
+        model = init_model(config, checkpoint, device,
+                           cfg_options=cfg_options, compile=compile,
+                           dtype=dtype)
         if model.task != spec.name:
-            raise ValueError(f'{args.config} is a {model.task!r} config, not '
+            raise ValueError(f'{config} is a {model.task!r} config, not '
                              f'{spec.name!r}.')
         inferencer = spec.build_inferencer(
-            model, batch_size=args.batch_size,
-            flip_test=True if args.flip_test else None, **task_kwargs)
-        writer = spec.open_writer(layout, model, args)
+            model, batch_size=batch_size,
+            flip_test=True if flip_test else None, **task_kwargs)
+        writer = spec.open_writer(layout, model, **options)
     except BaseException:
         index.close()
         raise
@@ -146,12 +159,12 @@ def run_inference(args: argparse.Namespace,
         # Overlapped by default (decoding, crops, heatmap decoding, drawing
         # and the writing below run while the network does); --serial: one
         # thread.
-        serial = getattr(args, 'serial', False)
         frames = inferencer.iter_frames(
             None, reader, on_failure=lambda f, reason: fail(f.name, reason),
             workers=1 if serial else workers, overlap=not serial)
-        draw = None if args.no_vis else (
-            lambda frame, result: spec.visualize(frame, result, meta, args))
+        draw = None if no_vis else (
+            lambda frame, result: spec.visualize(frame, result, meta,
+                                                 **options))
         rendered = render_frames(frames, draw, 1 if serial else workers)
         with closing(frames), closing(rendered):
             for item in rendered:
@@ -194,26 +207,28 @@ def run_inference(args: argparse.Namespace,
         summary.resumed = reader.num_done
         summary.skipped = list(reader.skipped)
         summary.warnings = list(reader.warnings)
-        _echo_summary(summary, args, index.path, sink, echo)
+        _echo_summary(summary, bool(checkpoint), output, no_vis, index.path,
+                      sink, echo)
     return summary
 
 
-def _echo_summary(summary: RunSummary, args, index_path: str, sink: FrameSink,
+def _echo_summary(summary: RunSummary, trained: bool, output: str,
+                  no_vis: bool, index_path: str, sink: FrameSink,
                   echo: Callable[[str], None]) -> None:
     echo('')
-    if not args.checkpoint:
+    if not trained:
         echo(RANDOM_WEIGHTS_WARNING)
     if summary.interrupted:
         echo(f'Interrupted. {summary.processed} frame(s) finished and kept; '
              'run the same command again to continue (finished inputs are '
              'skipped).')
-    echo(f'{summary.processed} frame(s) processed; outputs in {args.output}')
+    echo(f'{summary.processed} frame(s) processed; outputs in {output}')
     if summary.resumed:
         echo(f'{summary.resumed} input(s) finished by an earlier run were '
              f'skipped (see {INDEX_NAME})')
     for line in summary.lines:
         echo(line)
-    if not args.no_vis:
+    if not no_vis:
         echo(f'visualizations: {len(sink.written)} file(s)')
     if summary.warnings:
         echo(f'warnings for {len(summary.warnings)} input(s) (processed):')

@@ -238,11 +238,11 @@ class TaskWriter:
     Args:
         layout: where files go.
         meta: the model's ``dataset_meta``.
-        args: the parsed CLI options.
+        **options: the task's options (:meth:`BaseTask.options`).
     """
 
-    def __init__(self, layout: OutputLayout, meta: dict, args) -> None:
-        self.layout, self.meta, self.args = layout, meta, args
+    def __init__(self, layout: OutputLayout, meta: dict, **options) -> None:
+        self.layout, self.meta, self.options = layout, meta, options
 
     def write(self, frame: Frame, result) -> dict:
         """Write the frame's data files.

@@ -140,13 +140,13 @@ class ToyTask(BaseTask):
     def add_cli_arguments(self, parser):
         parser.add_argument('--toy-scale', type=float, default=1.0)
 
-    def inferencer_kwargs(self, args):
-        return {'scale': args.toy_scale}
+    def inferencer_kwargs(self, toy_scale=1.0, **options):
+        return {'scale': toy_scale}
 
-    def open_writer(self, layout, model, args):
-        return ToyWriter(layout, model.dataset_meta, args)
+    def open_writer(self, layout, model, **options):
+        return ToyWriter(layout, model.dataset_meta, **options)
 
-    def visualize(self, frame, result, meta, args):
+    def visualize(self, frame, result, meta, **options):
         return cv2.rectangle(frame.image.copy(), (0, 0), (15, 15), (0, 0, 255),
                              -1)
 

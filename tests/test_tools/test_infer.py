@@ -5,7 +5,6 @@ import os.path as osp
 import shutil
 import subprocess
 import sys
-from types import SimpleNamespace
 
 import cv2
 import numpy as np
@@ -309,8 +308,8 @@ def test_non_finite_keypoints_are_not_drawn_and_written_as_null():
     kpts[0, 2] = -np.inf
     result = PoseResult('a.jpg', (40, 30), np.array([[0, 0, 1e12, np.nan]]),
                         np.ones(1), kpts, np.ones((1, 17), np.float32))
-    args = SimpleNamespace(kpt_thr=0.3, radius=2, thickness=1)
-    vis = get_task('pose').visualize(Frame('a.jpg', image), result, meta, args)
+    vis = get_task('pose').visualize(Frame('a.jpg', image), result, meta,
+                                     kpt_thr=0.3, radius=2, thickness=1)
     assert vis.shape == image.shape and vis.any()
     entry = json.loads(json.dumps(result.to_dict(), allow_nan=False))
     assert entry['instances'][0]['keypoints'][0] == [None, None]
@@ -433,10 +432,10 @@ def _seg_run_drawing_fails_on(tmp_path, monkeypatch, photos, bad, error):
         _photo(folder / f'{i}.jpg', i)
     draw = SegTask.visualize
 
-    def broken(self, frame, result, meta, args):
+    def broken(self, frame, result, meta, **options):
         if frame.name == bad:
             raise error
-        return draw(self, frame, result, meta, args)
+        return draw(self, frame, result, meta, **options)
 
     monkeypatch.setattr(SegTask, 'visualize', broken)
     out = tmp_path / 'out'

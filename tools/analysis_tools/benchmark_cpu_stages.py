@@ -133,12 +133,10 @@ def synthetic_result(task: str, frame, boxes, num_keypoints: int,
 
 def draw_stage(task, model, pairs, workers: int) -> int:
     """Draw and encode every (frame, result); the number of bytes."""
-    parser = argparse.ArgumentParser()
-    task.add_cli_arguments(parser)
-    args = parser.parse_args([])
+    options = task.options()
 
     def draw(frame, result):
-        return task.visualize(frame, result, model.dataset_meta, args)
+        return task.visualize(frame, result, model.dataset_meta, **options)
 
     return sum(len(r.encoded) for r in render_frames(pairs, draw, workers))
 

@@ -242,10 +242,7 @@ class Bench:
         self.frames = frames * args.repeat
         self.items = [it for f in self.frames
                       for it in self.inferencer.prepare(f)[1]]
-        parser = argparse.ArgumentParser()
-        self.task.add_cli_arguments(parser)
-        self.task_args = parser.parse_args([])
-        self.task_args.no_vis = False
+        self.task_options = self.task.options()
 
     def forward_all(self, items=None) -> list:
         items = self.items if items is None else items
@@ -298,7 +295,7 @@ class Bench:
         reader = FrameReader(self.args.input)
         layout = OutputLayout(out_dir, reader)
         return layout, self.task.open_writer(layout, self.model,
-                                             self.task_args)
+                                             **self.task_options)
 
     @staticmethod
     def _renamed(frame, index: int) -> Frame:
@@ -308,7 +305,7 @@ class Bench:
 
     def _draw(self, frame, result):
         return self.task.visualize(frame, result, self.model.dataset_meta,
-                                   self.task_args)
+                                   **self.task_options)
 
     def pipeline(self, out_dir: str) -> list:
         """As tools/infer.py: the runner, then drawing + encoding on the

@@ -65,15 +65,35 @@ class BaseTask(metaclass=ABCMeta):
         """Add the task's own ``tools/infer.py`` options (default: none)."""
         return None
 
-    def inferencer_kwargs(self, args: argparse.Namespace) -> dict:
-        """Extra inferencer arguments from the parsed CLI options.
+    def options(self, **given) -> dict:
+        """The task's own options (those of :meth:`add_cli_arguments`, by
+        their ``dest`` names) with their defaults, updated with ``given``.
+
+        Raises:
+            ValueError: a name that is not one of the task's options.
+        """
+        parser = argparse.ArgumentParser(add_help=False)
+        self.add_cli_arguments(parser)
+        options = vars(parser.parse_args([]))
+        unknown = sorted(set(given) - set(options))
+        if unknown:
+            raise ValueError(
+                f'Task {self.name!r} has no option(s) {unknown}; its options '
+                f'are {sorted(options)}.')
+        options.update(given)
+        return options
+
+    # The methods below take the task's options (:meth:`options`) as keyword
+    # arguments; each uses its own and ignores the others.
+    def inferencer_kwargs(self, device: str = 'cpu', **options) -> dict:
+        """Extra inferencer arguments from the task's options.
 
         Raises:
             ValueError: contradicting or incomplete options (named).
         """
         return {}
 
-    def index_options(self, args: argparse.Namespace) -> dict:
+    def index_options(self, **options) -> dict:
         """Task options recorded in the run index header: a re-run into the
         same output folder with other values is refused (default: none;
         only non-default values, so earlier indexes stay valid)."""
@@ -86,7 +106,7 @@ class BaseTask(metaclass=ABCMeta):
         return self.inferencer(model, **kwargs)
 
     @abstractmethod
-    def open_writer(self, layout, model, args: argparse.Namespace):
+    def open_writer(self, layout, model, **options):
         """A :class:`~sapiens2_mm.apis.writers.TaskWriter` for one run."""
 
     def run_report(self, inferencer) -> List[str]:
@@ -94,7 +114,7 @@ class BaseTask(metaclass=ABCMeta):
         return []
 
     def visualize(self, frame, result, meta: dict,
-                  args: argparse.Namespace) -> Optional[np.ndarray]:
+                  **options) -> Optional[np.ndarray]:
         """(H', W', 3) uint8 BGR drawing of ``result`` on ``frame``, or None."""
         return None
 

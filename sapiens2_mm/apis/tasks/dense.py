@@ -65,9 +65,9 @@ class DenseTask(BaseTask):
     def inferencer(self) -> Type[DenseInferencer]:
         return dense_inferencer(self.name)
 
-    def open_writer(self, layout, model, args) -> 'DenseWriter':
+    def open_writer(self, layout, model, **options) -> 'DenseWriter':
         writer = self.writer or DenseWriter
-        return writer(layout, model.dataset_meta, args, self.outputs)
+        return writer(layout, model.dataset_meta, self.outputs, **options)
 
     # -- tools/infer.py options ---------------------------------------------
     def add_cli_arguments(self, parser: argparse.ArgumentParser) -> None:
@@ -103,14 +103,15 @@ class DenseTask(BaseTask):
             parser.add_argument(flag, dest=option, choices=choices,
                                 default=choices[0], help=text)
 
-    def inferencer_kwargs(self, args: argparse.Namespace) -> dict:
+    def inferencer_kwargs(self, device: str = 'cpu',
+                          seg_dir: Optional[str] = None,
+                          fg_seg: Optional[Sequence[str]] = None,
+                          **options) -> dict:
         """Post-processing options and the mask source.
 
         Raises:
             ValueError: ``--seg-dir`` and ``--fg-seg`` together.
         """
-        seg_dir = getattr(args, 'seg_dir', None)
-        fg_seg = getattr(args, 'fg_seg', None)
         if seg_dir is not None and fg_seg is not None:
             raise ValueError('--seg-dir and --fg-seg both give the '
                              'foreground; use one of them.')
@@ -118,30 +119,30 @@ class DenseTask(BaseTask):
             raise NotADirectoryError(
                 f'--seg-dir {seg_dir!r} is not a folder; give the folder of '
                 'the masks (e.g. the output folder of tools/infer.py seg).')
-        post = {option: getattr(args, option)
+        post = {option: options[option]
                 for option, _, _ in self.postprocess_flags.values()
-                if getattr(args, option, None) is not None}
+                if options.get(option) is not None}
         return dict(postprocess=post, seg_dir=seg_dir,
                     fg_seg=tuple(fg_seg) if fg_seg else None)
 
-    def index_options(self, args: argparse.Namespace) -> dict:
+    def index_options(self, **given) -> dict:
         """Non-default post-processing, mask and output options, so that one
         output folder never mixes two settings."""
         options = {}
         for option, choices, _ in self.postprocess_flags.values():
-            value = getattr(args, option, choices[0])
+            value = given.get(option, choices[0])
             if value != choices[0]:
                 options[option] = value
         for key, default in (('array_dtype', 'float32'),
                              ('background', 'color'),
                              ('vis_rounding', 'truncate')):
-            value = getattr(args, key, default)
+            value = given.get(key, default)
             if value != default:
                 options[key] = value
-        if getattr(args, 'seg_dir', None):
-            options['seg_dir'] = osp.abspath(args.seg_dir)
-        if getattr(args, 'fg_seg', None):
-            options['fg_seg'] = [osp.abspath(p) for p in args.fg_seg]
+        if given.get('seg_dir'):
+            options['seg_dir'] = osp.abspath(given['seg_dir'])
+        if given.get('fg_seg'):
+            options['fg_seg'] = [osp.abspath(p) for p in given['fg_seg']]
         return {'dense_options': options} if options else {}
 
     def run_report(self, inferencer) -> List[str]:
@@ -196,8 +197,9 @@ class DenseTask(BaseTask):
         return show_dir
 
     # -- drawing -------------------------------------------------------------
-    def visualize(self, frame, result, meta: dict,
-                  args) -> Optional[np.ndarray]:
+    def visualize(self, frame, result, meta: dict, background: str = 'color',
+                  vis_rounding: str = 'truncate',
+                  **options) -> Optional[np.ndarray]:
         """``[image | prediction]`` (the official demos' layout), the
         background outside the foreground mask (if any) per
         ``--background``."""
@@ -206,8 +208,7 @@ class DenseTask(BaseTask):
             frame.image, {f'pred_{name}': value
                           for name, value in result.maps.items()},
             foreground=result.foreground,
-            background=getattr(args, 'background', 'color'),
-            rounding=getattr(args, 'vis_rounding', 'truncate'))
+            background=background, rounding=vis_rounding)
 
 
 def frame_entry(frame, result) -> dict:
@@ -234,9 +235,9 @@ class DenseWriter(TaskWriter):
         Others: see :class:`TaskWriter`.
     """
 
-    def __init__(self, layout, meta: dict, args,
-                 outputs: DenseOutputs) -> None:
-        super().__init__(layout, meta, args)
+    def __init__(self, layout, meta: dict, outputs: DenseOutputs,
+                 **options) -> None:
+        super().__init__(layout, meta, **options)
         self.outputs = outputs
 
     def write(self, frame, result) -> dict:
@@ -270,7 +271,7 @@ class DenseWriter(TaskWriter):
 
     def array(self, frame, suffix: str, array: np.ndarray) -> str:
         """Save ``array`` as ``<stem><suffix>`` at the chosen precision."""
-        dtype = getattr(self.args, 'array_dtype', 'float32')
+        dtype = self.options.get('array_dtype', 'float32')
         return save_array(self.layout.frame_path(frame, suffix),
                           array.astype(dtype, copy=False))
 
@@ -280,8 +281,8 @@ class DenseWriter(TaskWriter):
         from ...visualization import color_dense_field
         image = color_dense_field(
             name, value, frame.image, result.foreground,
-            getattr(self.args, 'background', 'color'),
-            getattr(self.args, 'vis_rounding', 'truncate'), bounds)
+            self.options.get('background', 'color'),
+            self.options.get('vis_rounding', 'truncate'), bounds)
         return write_image(self.layout.frame_path(frame, suffix), image)
 
     def mask_outputs(self, frame, result) -> List[str]:

@@ -63,7 +63,7 @@ class PointmapWriter(DenseWriter):
         layout = self.layout
         bounds = depth_range(result.depth, result.foreground)
         paths = self.map_outputs(frame, result, {'depth': bounds})
-        step = ply_step(getattr(self.args, 'ply_step', 1),
+        step = ply_step(self.options.get('ply_step', 1),
                         *result.pointmap.shape[:2])
         points, colors = pointmap_to_cloud(result.pointmap, frame.image,
                                             step, result.foreground)

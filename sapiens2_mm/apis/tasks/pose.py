@@ -102,7 +102,7 @@ class PoseWriter(TaskWriter):
             image_size=frames[0]['image_size'] if frames else None,
             num_keypoints=num,
             keypoint_names=[names.get(i, str(i)) for i in range(num)],
-            kpt_thr_used=self.args.kpt_thr,
+            kpt_thr_used=self.options.get('kpt_thr', 0.3),
             frames=frames)
         path = osp.join(self.layout.out_dir,
                         f'{json_label(self.layout.out_dir)}_predictions.json')
@@ -153,16 +153,21 @@ class PoseTask(BaseTask):
         parser.add_argument('--radius', type=int, default=3)
         parser.add_argument('--thickness', type=int, default=1)
 
-    def inferencer_kwargs(self, args: argparse.Namespace) -> dict:
-        if args.det_checkpoint and not args.det_config:
+    def inferencer_kwargs(self, device: str = 'cpu',
+                          bboxes: Optional[str] = None,
+                          det_config: Optional[str] = None,
+                          det_checkpoint: Optional[str] = None,
+                          bbox_thr: float = 0.3, nms_thr: float = 0.3,
+                          **options) -> dict:
+        if det_checkpoint and not det_config:
             raise ValueError(
                 '--det-checkpoint needs --det-config (the detector config '
                 'the weights belong to).')
-        if args.bboxes:
-            boxes = BoxFile(args.bboxes, bbox_thr=args.bbox_thr)
-        elif args.det_config:
-            boxes = DetectorBoxes(args.det_config, args.det_checkpoint,
-                                  args.device, args.bbox_thr, args.nms_thr)
+        if bboxes:
+            boxes = BoxFile(bboxes, bbox_thr=bbox_thr)
+        elif det_config:
+            boxes = DetectorBoxes(det_config, det_checkpoint, device,
+                                  bbox_thr, nms_thr)
         else:
             boxes = WholeImageBoxes()
         return dict(boxes=boxes)
@@ -171,18 +176,19 @@ class PoseTask(BaseTask):
         report = getattr(inferencer.boxes, 'report', None)
         return report() if callable(report) else []
 
-    def open_writer(self, layout, model, args) -> PoseWriter:
-        return PoseWriter(layout, model.dataset_meta, args)
+    def open_writer(self, layout, model, **options) -> PoseWriter:
+        return PoseWriter(layout, model.dataset_meta, **options)
 
-    def visualize(self, frame, result, meta: dict,
-                  args: argparse.Namespace) -> Optional[np.ndarray]:
+    def visualize(self, frame, result, meta: dict, kpt_thr: float = 0.3,
+                  radius: int = 3, thickness: int = 1,
+                  **options) -> Optional[np.ndarray]:
         from ...visualization import draw_pose
         h, w = frame.image.shape[:2]
         kpts, scores, boxes = drawable(result.keypoints,
                                        result.keypoint_scores, result.bboxes,
                                        h, w)
-        return draw_pose(frame.image, kpts, scores, meta, boxes, args.kpt_thr,
-                         args.radius, args.thickness)
+        return draw_pose(frame.image, kpts, scores, meta, boxes, kpt_thr,
+                         radius, thickness)
 
     def enable_show_dir(self, cfg: Config, show_dir: str) -> str:
         """mmpose's PoseVisualizationHook, writing ``show_dir/<image>``."""

@@ -92,23 +92,23 @@ class SegTask(BaseTask):
             dict(type='mmseg.PackSegInputs'),
         ]
 
-    def open_writer(self, layout, model, args) -> SegWriter:
-        return SegWriter(layout, model.dataset_meta, args)
+    def open_writer(self, layout, model, **options) -> SegWriter:
+        return SegWriter(layout, model.dataset_meta, **options)
 
     def add_cli_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument('--no-legend', action='store_true',
                             help='draw no class key under the drawings '
                             '(the official demo layout)')
 
-    def visualize(self, frame, result, meta: dict,
-                  args: argparse.Namespace) -> Optional[np.ndarray]:
+    def visualize(self, frame, result, meta: dict, no_legend: bool = False,
+                  **options) -> Optional[np.ndarray]:
         """``[image | overlay]`` and, unless ``--no-legend``, the key of
         every class under it (names of classes absent from the frame in
         grey; the key's height depends only on the width, so a video's
         frames keep one size)."""
         drawing = side_by_side_banded(frame.image, result.label_map,
                                       meta['palette'])
-        if getattr(args, 'no_legend', False):
+        if no_legend:
             return drawing
         from ...visualization.legends import class_legend
         counts = np.bincount(np.asarray(result.label_map).ravel(),
