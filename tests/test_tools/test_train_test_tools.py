@@ -458,18 +458,6 @@ def test_tools_import_the_package_never_a_script():
         assert 'sapiens2_mm.apis.run_config' in source
 
 
-def test_prepare_train_config_from_python(tmp_path):
-    """A notebook gets the config tools/train.py would run."""
-    cfg = run_config.load_config(WORKFLOW_CFG)
-    notes = []
-    out = run_config.prepare_train_config(cfg, work_dir=str(tmp_path),
-                                          notes=notes)
-    assert out is cfg and cfg.work_dir == str(tmp_path)
-    assert cfg.default_hooks.checkpoint.type == 'AtomicCheckpointHook'
-    assert any(h['type'] == 'RNGStateHook' for h in cfg.custom_hooks)
-    assert cfg.launcher == 'none'
-
-
 def test_plain_checkpoint_hook_is_made_atomic():
     cfg = Config.fromfile(WORKFLOW_CFG)
     cfg.default_hooks.checkpoint.type = 'CheckpointHook'

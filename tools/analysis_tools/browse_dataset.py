@@ -184,17 +184,15 @@ def write_image(path: str, image: np.ndarray) -> None:
 def main(argv=None) -> list:
     args = parse_args(argv)
     from sapiens2_mm.utils import register_all_modules
-    from sapiens2_mm.utils.cfg_options import UnknownConfigKeyError, check_cfg_options
+    from sapiens2_mm.utils.cfg_options import UnknownConfigKeyError, apply_cfg_options
     register_all_modules()
     if not osp.isfile(args.config):
         sys.exit(f'error: config file not found: {args.config!r}')
     cfg = Config.fromfile(args.config)
     try:
-        check_cfg_options(cfg, args.cfg_options)
+        apply_cfg_options(cfg, args.cfg_options)
     except UnknownConfigKeyError as err:
         sys.exit(f'error: {err}')
-    if args.cfg_options:
-        cfg.merge_from_dict(args.cfg_options)
     from sapiens2_mm.utils.output_paths import OutputPathError, check_writable_dir
     try:
         check_writable_dir(args.output_dir, '--output-dir')

@@ -22,6 +22,7 @@ import sys
 from typing import Dict, Optional, Tuple
 
 import torch
+from mmengine.config import DictAction
 
 # Sapiens2 README model card: params (billions), TFLOPs at 1024 x 768.
 MODEL_CARD = {
@@ -52,8 +53,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument('--shape', type=int, nargs=2, metavar=('H', 'W'),
                         help='input height and width (default: the config '
                         "backbone's img_size, else 1024 768)")
-    parser.add_argument('--cfg-options', nargs='+', default=None,
-                        help='override config keys (see tools/train.py)')
+    parser.add_argument('--cfg-options', nargs='+', action=DictAction,
+                        help='override config keys (checked as in '
+                        'tools/train.py)')
     args = parser.parse_args(argv)
     if not (args.config or args.arch or args.all_archs):
         parser.error('give a CONFIG, --arch NAME or --all-archs')
@@ -183,23 +185,12 @@ def main(argv=None) -> Dict:
         sys.exit(f'error: config file not found: {args.config!r}')
     from mmengine.config import Config
 
-    from sapiens2_mm.utils.cfg_options import check_cfg_options
+    from sapiens2_mm.utils.cfg_options import apply_cfg_options
     cfg = Config.fromfile(args.config)
-    options = _parse_options(args.cfg_options)
-    check_cfg_options(cfg, options)
-    cfg.merge_from_dict(options)
+    apply_cfg_options(cfg, args.cfg_options)
     result = count(cfg.model.to_dict(), args.shape)
     print(report(osp.basename(args.config), result))
     return result
-
-
-def _parse_options(items) -> dict:
-    if not items:
-        return {}
-    from mmengine.config import DictAction
-    namespace = argparse.Namespace()
-    DictAction(option_strings=[], dest='opts')(None, namespace, items)
-    return namespace.opts
 
 
 if __name__ == '__main__':

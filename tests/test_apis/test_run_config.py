@@ -1,0 +1,74 @@
+"""apis/run_config: the config rewrites of tools/train.py and tools/test.py,
+called from Python (no runner is built)."""
+import pytest
+
+from sapiens2_mm.apis import run_config
+from tests.test_tools.workflow_utils import WORKFLOW_CFG
+
+
+def _hooks(cfg, kind):
+    return [h for h in cfg.get('custom_hooks') or [] if h['type'] == kind]
+
+
+def test_prepare_train_config_applies_every_rewrite(tmp_path):
+    source = tmp_path / 'finetune.pth'
+    source.write_bytes(b'not read before the first iteration')
+    cfg = run_config.load_config(WORKFLOW_CFG)
+    cfg.default_hooks.checkpoint.type = 'CheckpointHook'
+    cfg.load_from = str(source)
+    notes = []
+    out = run_config.prepare_train_config(cfg, work_dir=str(tmp_path / 'w'),
+                                          notes=notes)
+    assert out is cfg and cfg.launcher == 'none'
+    assert (tmp_path / 'w').is_dir()
+    assert cfg.load_from is None  # loaded, checked, by the hook instead
+    (load, ) = _hooks(cfg, 'CheckedCheckpointLoadHook')
+    assert load == dict(type='CheckedCheckpointLoadHook',
+                        checkpoint=str(source), load_at='before_train',
+                        allow_partial=False)
+    assert cfg.default_hooks.checkpoint.type == 'AtomicCheckpointHook'
+    assert len(_hooks(cfg, 'RNGStateHook')) == 1
+    assert any('AtomicCheckpointHook' in n for n in notes)
+    # applied twice: still one load hook and one RNG hook
+    cfg.load_from = str(source)
+    run_config.prepare_train_config(cfg, work_dir=str(tmp_path / 'w'),
+                                    load_partial=True)
+    (load, ) = _hooks(cfg, 'CheckedCheckpointLoadHook')
+    assert load['allow_partial'] is True
+    assert len(_hooks(cfg, 'RNGStateHook')) == 1
+
+
+def test_prepare_train_config_fsdp_loads_in_the_strategy(tmp_path):
+    source = tmp_path / 'finetune.pth'
+    source.write_bytes(b'x')
+    cfg = run_config.load_config(WORKFLOW_CFG)
+    cfg.strategy = dict(type='Sapiens2FSDPStrategy')
+    cfg.load_from = str(source)
+    run_config.prepare_train_config(cfg, work_dir=str(tmp_path),
+                                    launcher='pytorch')
+    assert cfg.strategy.load_before_wrap == dict(checkpoint=str(source),
+                                                 allow_partial=False)
+    assert not _hooks(cfg, 'CheckedCheckpointLoadHook')
+    with pytest.raises(run_config.RunConfigError, match='distributed launch'):
+        run_config.prepare_train_config(cfg, work_dir=str(tmp_path))
+
+
+def test_prepare_test_config_applies_every_rewrite(tmp_path):
+    ckpt = tmp_path / 'iter_1.pth'
+    ckpt.write_bytes(b'x')
+    cfg = run_config.load_config(WORKFLOW_CFG)
+    cfg.load_from, cfg.resume = 'other.pth', True
+    images_dir = run_config.prepare_test_config(
+        cfg, str(ckpt), work_dir=str(tmp_path / 'w'),
+        out=str(tmp_path / 'preds.pkl'), compiled=True)
+    assert images_dir is None
+    assert cfg.load_from is None and cfg.resume is False
+    (load, ) = _hooks(cfg, 'CheckedCheckpointLoadHook')
+    assert load['checkpoint'] == str(ckpt)
+    assert cfg.test_evaluator[-1] == dict(
+        type='DumpResults', out_file_path=str(tmp_path / 'preds.pkl'))
+    (speed, ) = _hooks(cfg, 'InferenceSpeedHook')
+    assert speed == dict(type='InferenceSpeedHook', compile=True,
+                         dtype='fp32')
+    with pytest.raises(run_config.RunConfigError, match='.pkl'):
+        run_config.prepare_test_config(cfg, str(ckpt), out='preds.json')
