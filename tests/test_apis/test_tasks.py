@@ -248,3 +248,29 @@ def test_pose_show_dir_is_the_folder_asked_for(tmp_path):
         tmp_path)
     hook = cfg.default_hooks.visualization
     assert hook.enable and hook.out_dir == str(tmp_path)
+
+
+def test_task_options_are_keywords_with_their_cli_defaults():
+    options = get_task('pose').options(kpt_thr=0.5)
+    assert options['kpt_thr'] == 0.5 and options['radius'] == 3
+    assert options['bboxes'] is None
+    assert get_task('pointmap').options()['ply_step'] == 'auto'
+    with pytest.raises(ValueError, match=r"no option\(s\) \['kpt_thr'\].*"
+                       r"no_legend"):
+        get_task('seg').options(kpt_thr=0.5)
+
+
+def test_run_inference_from_python_with_keywords(tmp_path):
+    """The library call behind tools/infer.py takes keyword arguments."""
+    from sapiens2_mm.apis.inference_run import run_inference
+    photo = osp.join(DATA_DIR, 'coco_sample', '000000040083.jpg')
+    lines = []
+    summary = run_inference('seg', tiny_config('seg'), [photo],
+                            str(tmp_path / 'out'), no_legend=True,
+                            echo=lines.append)
+    assert summary.processed == 1 and not summary.failed
+    assert (tmp_path / 'out' / '000000040083_seg.npy').is_file()
+    assert any('1 frame(s) processed' in line for line in lines)
+    with pytest.raises(ValueError, match='no option'):
+        run_inference('seg', tiny_config('seg'), [photo],
+                      str(tmp_path / 'other'), kpt_thr=0.5)
