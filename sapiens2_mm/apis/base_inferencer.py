@@ -1,4 +1,11 @@
-"""Shared machinery of the task inferencers: model, test pipeline, batching."""
+"""What every task inferencer is: a model, its test pipeline and three steps.
+
+A task inferencer implements ``prepare`` (CPU work before the network),
+``forward`` (the network on a batch of items) and ``finish`` (CPU work
+after it); :mod:`~sapiens2_mm.apis.runner` composes them, serially for the
+Python API and overlapped for ``tools/infer.py`` (mmengine's and mmpose's
+inferencers split the work the same way).
+"""
 from abc import ABCMeta, abstractmethod
 from typing import (
     Any,
@@ -18,6 +25,7 @@ from torch import nn
 
 from ..utils import register_all_modules
 from .inputs import Frame, FrameReader, InputType
+from .runner import Runner
 
 
 def inference_pipeline(cfg: Config, task: Optional[str] = None) -> Compose:
@@ -42,11 +50,16 @@ def inference_pipeline(cfg: Config, task: Optional[str] = None) -> Compose:
 class BaseInferencer(metaclass=ABCMeta):
     """Run a task model over images, folders, videos or arrays, batched.
 
+    ``inferencer(inputs)`` / :meth:`iter_results` / :meth:`iter_frames` run
+    the three steps over the inputs (``workers=N`` overlapped);
+    :meth:`predict` runs already decoded frames.
+
     Args:
         model: a model from :func:`init_model`, or a config path/``Config``.
         checkpoint: weights, when ``model`` is a config.
         device: torch device, when ``model`` is a config.
-        batch_size: frames per forward batch (pose: person crops per batch).
+        batch_size: model items per forward (a frame each; seg with
+            ``flip_test``: two; pose: person crops), across frames.
         flip_test: average with the horizontally flipped input; ``None`` keeps
             the config's setting.
         compile: ``torch.compile`` the network (see
@@ -135,7 +148,6 @@ class BaseInferencer(metaclass=ABCMeta):
             overlap: stages on threads of their own, the network never
                 waiting for decoding (default: when ``workers > 1``).
         """
-        from .runner import Runner
         self.reader = reader if reader is not None else FrameReader(inputs)
         runner = Runner(self, workers, overlap, on_failure=on_failure)
         self.failed = runner.failed = []
@@ -155,7 +167,6 @@ class BaseInferencer(metaclass=ABCMeta):
 
     def predict(self, frames: Sequence[Frame]) -> List:
         """Results of decoded frames, serially; a failure is raised."""
-        from .runner import Runner
         return [r for _, r in Runner(self, strict=True).iter_frames(frames)]
 
 
