@@ -424,3 +424,55 @@ def test_no_drawing_passes_frames_through():
     out = list(render_frames(_frames(3), None, 2))
     assert [(r.result, r.image, r.encoded, r.error) for r in out] == [
         (i, None, None, None) for i in range(3)]
+
+
+class _Counting:
+    """A model-free inferencer: ``n`` items per frame, results = names."""
+
+    def __init__(self, items=2, batch_size=3, fail_forward=False):
+        self.items, self.batch_size = items, batch_size
+        self.fail_forward = fail_forward
+
+    def prepare(self, frame):
+        return frame.name, list(range(self.items))
+
+    def forward(self, items):
+        if self.fail_forward:
+            raise KeyboardInterrupt
+        time.sleep(0.001)
+        return [i * 10 for i in items]
+
+    def finish(self, frame, context, outputs):
+        return context, outputs
+
+
+def _stream(n):
+    image = np.zeros((2, 2, 3), np.uint8)
+    return [Frame(f'{i:03d}.png', image) for i in range(n)]
+
+
+@pytest.mark.parametrize('workers,overlap', [(1, False), (1, True),
+                                             (3, True)])
+def test_runner_serial_and_overlapped_give_the_same_stream(workers, overlap):
+    out = list(Runner(_Counting(), workers, overlap, prefetch=2).iter_frames(
+        _stream(25)))
+    assert [r for _, r in out] == [(f'{i:03d}.png', [0, 10])
+                                   for i in range(25)]
+
+
+def test_closing_early_ends_every_stage_thread():
+    before = set(threading.enumerate())
+    stream = Runner(_Counting(), 3, prefetch=1).iter_frames(_stream(200))
+    assert next(stream)[1][0] == '000.png'
+    stream.close()
+    time.sleep(0.05)
+    assert set(threading.enumerate()) <= before
+
+
+def test_ctrl_c_in_the_model_thread_reaches_the_caller():
+    before = set(threading.enumerate())
+    runner = Runner(_Counting(fail_forward=True), 2, prefetch=2)
+    with pytest.raises(KeyboardInterrupt):
+        list(runner.iter_frames(_stream(10)))
+    time.sleep(0.05)
+    assert set(threading.enumerate()) <= before
