@@ -35,6 +35,7 @@ from ..utils.output_paths import (
 )
 from ..utils.safe_torch_load import allow_mmengine_checkpoint_globals
 from ..utils.work_dir import checkpoint_problem, find_resume_checkpoint
+from .init_model import load_config as read_config
 from .tasks import config_task, find_task
 
 AMP_DTYPE = 'bfloat16'  # bf16: fp16 overflows in ViT heads
@@ -75,11 +76,10 @@ def load_config(path: str, cfg_options: Optional[Mapping] = None,
     beyond the named keys (a schedule following ``train_cfg.max_iters``) are
     appended to ``notes``.
     """
-    if not osp.isfile(path):
-        raise RunConfigError(
-            f'Config file not found: {path!r}. Pass a path such as '
-            'configs/pose/<name>.py (see docs/train_test.md).')
-    cfg = Config.fromfile(path)
+    try:
+        cfg = read_config(path)
+    except FileNotFoundError as err:
+        raise RunConfigError(str(err)) from err
     changes = apply_cfg_options(cfg, cfg_options)
     if notes is not None:
         notes.extend(changes)
