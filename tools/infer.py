@@ -20,8 +20,7 @@ import sys
 
 from mmengine.config import DictAction
 
-from sapiens2_mm.apis import get_task, task_names
-from sapiens2_mm.apis.inference_run import run_inference
+from sapiens2_mm.apis import get_task, run_inference, task_names
 from sapiens2_mm.utils.cfg_options import UnknownConfigKeyError
 
 

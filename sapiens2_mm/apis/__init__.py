@@ -10,12 +10,17 @@ from .base_inferencer import (
     inference_pipeline,
 )
 from .dense_inferencer import DenseInferencer
+from .inference_run import InferenceIndex, RunSummary, run_inference
 from .init_model import init_model, load_config, load_task_checkpoint
 from .inputs import Frame, FrameReader
 from .ply import write_ply
-from .pose_inferencer import BoxFile, DetectorBoxes, PoseInferencer, WholeImageBoxes
+from .pose_inferencer import (
+    BoxFile,
+    DetectorBoxes,
+    PoseInferencer,
+    WholeImageBoxes,
+)
 from .results import DenseResult, PoseResult, SegResult
-from .run_index import InferenceIndex
 from .runner import Runner, render_frames
 from .seg_inferencer import SegInferencer
 from .tasks import BaseTask, config_task, find_task, get_task, task_names
@@ -25,8 +30,9 @@ __all__ = [
     'BaseInferencer', 'inference_pipeline', 'init_model', 'load_config',
     'load_task_checkpoint', 'Frame', 'FrameReader', 'BoxFile',
     'DetectorBoxes', 'WholeImageBoxes', 'PoseInferencer', 'PoseResult',
-    'SegResult', 'SegInferencer', 'InferenceIndex', 'BaseTask', 'config_task',
-    'find_task', 'get_task', 'task_names', 'FrameSink', 'OutputLayout',
-    'TaskWriter', 'build_inferencer', 'DenseInferencer', 'DenseResult',
-    'write_ply', 'Runner', 'render_frames'
+    'SegResult', 'SegInferencer', 'InferenceIndex', 'RunSummary',
+    'run_inference', 'BaseTask', 'config_task', 'find_task', 'get_task',
+    'task_names', 'FrameSink', 'OutputLayout', 'TaskWriter',
+    'build_inferencer', 'DenseInferencer', 'DenseResult', 'write_ply',
+    'Runner', 'render_frames'
 ]

@@ -262,7 +262,7 @@ def test_task_options_are_keywords_with_their_cli_defaults():
 
 def test_run_inference_from_python_with_keywords(tmp_path):
     """The library call behind tools/infer.py takes keyword arguments."""
-    from sapiens2_mm.apis.inference_run import run_inference
+    from sapiens2_mm.apis import run_inference
     photo = osp.join(DATA_DIR, 'coco_sample', '000000040083.jpg')
     lines = []
     summary = run_inference('seg', tiny_config('seg'), [photo],
