@@ -16,7 +16,7 @@ from sapiens2_mm.apis import (
     init_model,
 )
 from tests.conftest import DATA_DIR
-from tests.test_apis.tiny_configs import tiny_config
+from tests.test_apis.tiny_configs import coco_sample_boxes, tiny_config
 
 POSE_CFG = tiny_config('pose')
 SEG_CFG = tiny_config('seg')
@@ -36,23 +36,11 @@ def seg_model():
     return init_model(SEG_CFG)
 
 
-def _coco_boxes():
-    with open(osp.join(COCO, 'test_coco.json')) as f:
-        coco = json.load(f)
-    names = {im['id']: im['file_name'] for im in coco['images']}
-    boxes = {}
-    for ann in coco['annotations']:
-        x, y, w, h = ann['bbox']
-        boxes.setdefault(names[ann['image_id']], []).append(
-            [x, y, x + w, y + h])
-    return boxes
-
-
 @pytest.mark.parametrize('flip_test', [False, True])
 def test_pose_matches_mmpose_inference_topdown(pose_model, tmp_path,
                                                flip_test):
     from mmpose.apis import inference_topdown
-    boxes = _coco_boxes()
+    boxes = coco_sample_boxes()
     box_file = tmp_path / 'boxes.json'
     box_file.write_text(json.dumps({n: boxes[n] for n in IMAGES}))
     inferencer = PoseInferencer(pose_model, batch_size=3, flip_test=flip_test,

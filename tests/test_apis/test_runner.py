@@ -30,7 +30,7 @@ from sapiens2_mm.apis.runner import (
     render_frames,
 )
 from tests.conftest import DATA_DIR
-from tests.test_apis.tiny_configs import tiny_config
+from tests.test_apis.tiny_configs import coco_sample_boxes, tiny_config
 
 COCO = osp.join(DATA_DIR, 'coco_sample')
 PHOTO = osp.join(COCO, '000000040083.jpg')
@@ -45,16 +45,8 @@ def photos():
 
 @pytest.fixture()
 def box_file(tmp_path):
-    with open(osp.join(COCO, 'test_coco.json')) as f:
-        coco = json.load(f)
-    names = {im['id']: im['file_name'] for im in coco['images']}
-    boxes = {}
-    for ann in coco['annotations']:
-        x, y, w, h = ann['bbox']
-        boxes.setdefault(names[ann['image_id']], []).append(
-            [x, y, x + w, y + h])
     path = tmp_path / 'boxes.json'
-    path.write_text(json.dumps(boxes))
+    path.write_text(json.dumps(coco_sample_boxes()))
     return str(path)
 
 

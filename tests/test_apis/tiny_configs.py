@@ -1,8 +1,10 @@
-"""Paths of the tiny CPU configs of each task (names owned by the task code)."""
+"""Paths of the tiny CPU configs of each task (names owned by the task code),
+and the person boxes of the COCO sample photos."""
 import glob
+import json
 import os.path as osp
 
-from tests.conftest import REPO_DIR
+from tests.conftest import DATA_DIR, REPO_DIR
 
 # tasks with several tiny configs: the one the generic tests use (pose also
 # has sapiens2-tiny_1xb12-300_sapiens308sample-128x96.py, tested in
@@ -19,3 +21,17 @@ def tiny_config(task: str) -> str:
         found = [p for p in found if osp.basename(p) == PRIMARY[task]]
     assert len(found) == 1, f'expected one tiny {task} config, got {found}'
     return found[0]
+
+
+def coco_sample_boxes() -> dict:
+    """File name -> ``[[x1, y1, x2, y2], ...]`` of every annotated person of
+    tests/data/coco_sample (a ``BoxFile`` JSON)."""
+    with open(osp.join(DATA_DIR, 'coco_sample', 'test_coco.json')) as f:
+        coco = json.load(f)
+    names = {im['id']: im['file_name'] for im in coco['images']}
+    boxes = {}
+    for ann in coco['annotations']:
+        x, y, w, h = ann['bbox']
+        boxes.setdefault(names[ann['image_id']], []).append(
+            [x, y, x + w, y + h])
+    return boxes
