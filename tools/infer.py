@@ -29,7 +29,8 @@ def _add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('checkpoint', nargs='?', default=None,
                         help='official .safetensors or mmengine .pth; '
                         'omitted = random weights (smoke tests only)')
-    parser.add_argument('--input', dest='inputs', required=True, nargs='+',
+    parser.add_argument('--input', dest='inputs', metavar='INPUT',
+                        required=True, nargs='+',
                         help='image(s), folder(s) or video(s)')
     parser.add_argument('--output', required=True,
                         help='output folder (new, empty, or of an earlier '
