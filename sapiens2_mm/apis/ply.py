@@ -6,12 +6,11 @@ and ``uchar red, green, blue``; no faces, and (unlike the official demo) no
 marker sphere at the camera origin. Any PLY reader (Open3D, MeshLab,
 CloudCompare, trimesh) opens them.
 """
-import os
 from typing import Optional
 
 import numpy as np
 
-from ..utils.atomic_file import temporary_path
+from ..utils.atomic_file import atomic_open
 
 VERTEX_DTYPE = np.dtype([('x', '<f4'), ('y', '<f4'), ('z', '<f4'),
                          ('red', 'u1'), ('green', 'u1'), ('blue', 'u1')])
@@ -46,15 +45,9 @@ def write_ply(path: str, points: np.ndarray, colors_rgb: np.ndarray) -> str:
         vertices[axis] = points[:, i]
     for i, channel in enumerate(('red', 'green', 'blue')):
         vertices[channel] = colors_rgb[:, i]
-    tmp = temporary_path(path)
-    try:
-        with open(tmp, 'wb') as f:
-            f.write(ply_header(len(points)))
-            f.write(vertices.tobytes())
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    with atomic_open(path, fsync=False) as f:
+        f.write(ply_header(len(points)))
+        f.write(vertices.tobytes())
     return path
 
 

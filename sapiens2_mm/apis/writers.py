@@ -15,13 +15,12 @@
 """
 import os
 import os.path as osp
-from contextlib import contextmanager
 from typing import Dict, List, Optional
 
 import cv2
 import numpy as np
 
-from ..utils.atomic_file import temporary_path
+from ..utils.atomic_file import atomic_open, finish_file, temporary_path
 from ..utils.output_paths import check_writable_dir, is_within
 from .inputs import Frame, FrameReader
 
@@ -63,24 +62,9 @@ def encode_image(name: str, image: np.ndarray) -> bytes:
     return data.tobytes()
 
 
-@contextmanager
-def _renamed_when_done(path: str, mode: str = 'wb'):
-    """Open a temporary file next to ``path`` for writing; rename it to
-    ``path`` when the block ends without an error (an interrupted write never
-    has the final name; a failed one leaves no temporary)."""
-    tmp = temporary_path(path)
-    try:
-        with open(tmp, mode) as f:
-            yield f
-        os.replace(tmp, path)
-    finally:
-        if osp.exists(tmp):
-            os.remove(tmp)
-
-
 def write_bytes(path: str, data: bytes) -> str:
     """Write ``data`` atomically (temporary name, then rename)."""
-    with _renamed_when_done(path) as f:
+    with atomic_open(path, fsync=False) as f:
         f.write(data)
     return path
 
@@ -105,14 +89,14 @@ def write_image(path: str, image: np.ndarray,
 
 def save_array(path: str, array: np.ndarray) -> str:
     """``np.save`` to a temporary name, then rename (atomic)."""
-    with _renamed_when_done(path) as f:
+    with atomic_open(path, fsync=False) as f:
         np.save(f, array)
     return path
 
 
 def write_text(path: str, text: str) -> str:
     """Write a text file atomically."""
-    with _renamed_when_done(path, 'w') as f:
+    with atomic_open(path, 'w', fsync=False) as f:
         f.write(text)
     return path
 
@@ -214,7 +198,7 @@ class FrameSink:
             return None
         writer, tmp, final, _ = self.videos.pop(name)
         writer.release()
-        os.replace(tmp, final)
+        finish_file(tmp, final, fsync=False)
         # temporaries of this video left by interrupted earlier runs
         folder, base = osp.split(final)
         for stale in os.listdir(folder):

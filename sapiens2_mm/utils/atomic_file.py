@@ -12,7 +12,7 @@ import os
 import os.path as osp
 import tempfile
 from contextlib import contextmanager
-from typing import Iterator
+from typing import IO, Iterator
 
 
 def fsync_path(path: str) -> None:
@@ -52,15 +52,17 @@ def temporary_path(path: str) -> str:
     return tmp
 
 
-def finish_file(tmp: str, path: str) -> str:
+def finish_file(tmp: str, path: str, fsync: bool = True) -> str:
     """Give ``tmp`` :func:`default_file_mode` (``safetensors`` writes
-    ``0600``), flush it to the disk and rename it onto ``path``.
+    ``0600``), flush it to the disk (unless ``fsync=False``: inference
+    outputs, many small files an index records) and rename it onto ``path``.
 
     Returns:
         ``path``.
     """
     os.chmod(tmp, default_file_mode())
-    fsync_path(tmp)
+    if fsync:
+        fsync_path(tmp)
     os.replace(tmp, path)
     return path
 
@@ -72,21 +74,29 @@ def discard(tmp: str) -> None:
 
 
 @contextmanager
-def atomic_output(path: str) -> Iterator[str]:
+def atomic_output(path: str, fsync: bool = True) -> Iterator[str]:
     """Yield a :func:`temporary_path` for ``path``; rename it onto ``path``
     when the block ends without an error (:func:`finish_file`), delete it
     otherwise."""
     tmp = temporary_path(path)
     try:
         yield tmp
-        finish_file(tmp, path)
+        finish_file(tmp, path, fsync)
     except BaseException:
         discard(tmp)
         raise
 
 
+@contextmanager
+def atomic_open(path: str, mode: str = 'wb',
+                fsync: bool = True) -> Iterator[IO]:
+    """:func:`atomic_output` with the temporary file opened in ``mode``."""
+    with atomic_output(path, fsync) as tmp:
+        with open(tmp, mode) as f:
+            yield f
+
+
 def write_text_atomic(path: str, text: str) -> None:
     """Replace ``path`` by ``text`` so readers see the old or the new content."""
-    with atomic_output(path) as tmp:
-        with open(tmp, 'w') as f:
-            f.write(text)
+    with atomic_open(path, 'w') as f:
+        f.write(text)
