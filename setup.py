@@ -52,7 +52,7 @@ setup(
     long_description=open('README.md').read() if osp.exists('README.md') else '',
     long_description_content_type='text/markdown',
     packages=find_packages(exclude=('tests', 'tests.*', 'configs', 'tools')),
-    package_data={'sapiens2_mm': ['metainfo/*.json', 'metainfo/*.py']},
+    package_data={'sapiens2_mm': ['metainfo/*.json']},
     include_package_data=True,
     python_requires='>=3.10',
     install_requires=INSTALL_REQUIRES,

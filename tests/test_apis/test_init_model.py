@@ -119,11 +119,11 @@ def test_pretrain_config_is_refused_by_name():
 def test_308_config_meta_is_the_sapiens2_table():
     from mmpose.datasets.datasets.utils import parse_pose_metainfo
 
-    from sapiens2_mm.metainfo.pose import KEYPOINTS308_FILE
+    from sapiens2_mm.metainfo.pose import keypoints308_dataset_info
     path = osp.join(REPO_DIR,
                     'configs/pose/sapiens2-1b_8xb7-20k_sapiens308-1024x768.py')
     meta = init_model(_tiny(path)).dataset_meta
-    ref = parse_pose_metainfo(dict(from_file=KEYPOINTS308_FILE))
+    ref = parse_pose_metainfo(keypoints308_dataset_info())
     assert meta['keypoint_id2name'] == ref['keypoint_id2name']
     assert list(meta['flip_indices']) == list(ref['flip_indices'])
 

@@ -7,12 +7,7 @@ import cv2
 import numpy as np
 import pytest
 
-from sapiens2_mm.metainfo.pose import (
-    KEYPOINTS308_FILE,
-    load_keypoints308_json,
-    parsed_metainfo,
-    render_keypoints308_py,
-)
+from sapiens2_mm.metainfo.pose import load_keypoints308_json, parsed_metainfo
 from sapiens2_mm.registry import DATASETS, TRANSFORMS
 
 
@@ -45,9 +40,16 @@ def _dataset(coco_dir, ann_file, **kwargs):
         data_prefix=dict(img=coco_dir + '/'), **kwargs))
 
 
-def test_metainfo_file_is_the_rendered_json():
-    with open(KEYPOINTS308_FILE) as f:
-        assert f.read() == render_keypoints308_py()
+def test_dataset_class_metainfo_is_the_json_table():
+    """Sapiens308Dataset's metainfo is read from keypoints308.json (the one
+    copy of the layout): names, flip indices and sigmas as in the file."""
+    raw = load_keypoints308_json()
+    meta = DATASETS.get('Sapiens308Dataset')._load_metainfo()
+    assert meta['keypoint_id2name'] == {k['id']: k['name']
+                                        for k in raw['keypoints']}
+    np.testing.assert_array_equal(meta['sigmas'],
+                                  np.asarray(raw['sigmas'], np.float32))
+    assert meta['flip_indices'] == parsed_metainfo('sapiens308')['flip_indices']
 
 
 def test_308_metainfo_from_json():

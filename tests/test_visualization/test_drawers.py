@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from mmpose.datasets.datasets.utils import parse_pose_metainfo
 
-from sapiens2_mm.metainfo.pose import KEYPOINTS308_FILE
+from sapiens2_mm.metainfo.pose import keypoints308_dataset_info
 from sapiens2_mm.metainfo.seg29 import seg29_metainfo
 from sapiens2_mm.visualization import (
     colorize_labels,
@@ -14,7 +14,7 @@ from sapiens2_mm.visualization import (
 
 
 def test_308_keypoint_colors_and_threshold():
-    meta = parse_pose_metainfo(dict(from_file=KEYPOINTS308_FILE))
+    meta = parse_pose_metainfo(keypoints308_dataset_info())
     assert meta['num_keypoints'] == 308
     image = np.zeros((200, 200, 3), np.uint8)
     kpts = np.zeros((1, 308, 2), np.float32)
@@ -30,7 +30,7 @@ def test_308_keypoint_colors_and_threshold():
 
 
 def test_skeleton_link_drawn_with_link_color():
-    meta = parse_pose_metainfo(dict(from_file=KEYPOINTS308_FILE))
+    meta = parse_pose_metainfo(keypoints308_dataset_info())
     a, b = meta['skeleton_links'][0]
     kpts = np.zeros((1, 308, 2), np.float32)
     scores = np.zeros((1, 308), np.float32)

@@ -28,7 +28,7 @@ def pose_dataset_meta(cfg: Config) -> dict:
     """
     from mmpose.datasets.datasets.utils import parse_pose_metainfo
 
-    from ...metainfo.pose import KEYPOINTS308_FILE
+    from ...metainfo.pose import keypoints308_dataset_info
     from ...registry import DATASETS
     num_kpts = cfg.model.head.out_channels
     dataset = (cfg.get('test_dataloader') or {}).get('dataset') or {}
@@ -44,7 +44,7 @@ def pose_dataset_meta(cfg: Config) -> dict:
                 '(own types unprefixed, mmpose types as "mmpose.<Name>").')
         metainfo = getattr(cls, 'METAINFO', None)
     elif num_kpts == 308:  # a bare model config: the Sapiens2 set
-        metainfo = dict(from_file=KEYPOINTS308_FILE)
+        metainfo = keypoints308_dataset_info()
     meta = parse_pose_metainfo(dict(metainfo)) if metainfo else None
     if meta is None or meta.get('num_keypoints') != num_kpts:
         raise ValueError(

@@ -8,7 +8,7 @@ import numpy as np
 from mmengine.logging import print_log
 from mmpose.datasets.datasets.base import BaseCocoStyleDataset
 
-from ...metainfo.pose import KEYPOINTS308_FILE
+from ...metainfo.pose import keypoints308_dataset_info
 from ...registry import DATASETS
 
 
@@ -39,7 +39,7 @@ class Sapiens308Dataset(BaseCocoStyleDataset):
             defaults to the packaged 308-keypoint table.
     """
 
-    METAINFO: dict = dict(from_file=KEYPOINTS308_FILE)
+    METAINFO: dict = keypoints308_dataset_info()
 
     def __init__(self, *args, keypoint_field: str = 'goliath_wholebody_kpts',
                  min_visible_keypoints: int = 0,
