@@ -82,9 +82,7 @@ class InferenceIndex:
         self.path = osp.join(out_dir, INDEX_NAME)
         self.header = dict(header, format=FORMAT)
         self.done: Dict[str, dict] = {}
-        self.done_videos: List[str] = []
         self.video_records: Dict[str, dict] = {}
-        self.num_bad_lines = 0
         if osp.exists(self.path):
             self._load(out_dir)
             self._file = open(self.path, 'a')
@@ -99,7 +97,6 @@ class InferenceIndex:
                     'folder.')
             self._file = open(self.path, 'w')
             self._write(self.header)
-        self.resumed = len(self.done)
 
     def _load(self, out_dir: str) -> None:
         with open(self.path) as f:
@@ -130,10 +127,8 @@ class InferenceIndex:
                 record = json.loads(line)
             except json.JSONDecodeError:
                 # a line cut short by a crash: that frame is simply redone
-                self.num_bad_lines += 1
                 continue
             if 'video_done' in record:
-                self.done_videos.append(record['video_done'])
                 self.video_records[record['video_done']] = record
             elif 'name' in record:
                 self.done[record['name']] = record
@@ -153,7 +148,6 @@ class InferenceIndex:
         record = {'video_done': name}
         if source:
             record.update(source=source, source_file=file_identity(source))
-        self.done_videos.append(name)
         self.video_records[name] = record
         self._write(record)
 
@@ -171,10 +165,8 @@ class InferenceIndex:
                 another file or has changed (path, size or modification time
                 differ), before anything is processed.
         """
-        frame_of = {}
-        for name, (path, base) in videos.items():
-            frame_of[name] = (re.compile(re.escape(base) + r'_\d{6,}\.jpg'),
-                              path)
+        frame_of = [(re.compile(re.escape(base) + r'_\d{6,}\.jpg'), path)
+                    for path, base in videos.values()]
         conflicts = []
         checks = [(r, photos.get(n)) for n, r in self.done.items()]
         checks += [(r, videos[n][0]) for n, r in self.video_records.items()
@@ -182,7 +174,7 @@ class InferenceIndex:
         for name, record in self.done.items():
             if name in photos:
                 continue
-            for pattern, path in frame_of.values():
+            for pattern, path in frame_of:
                 if pattern.fullmatch(name):
                     checks.append((record, path))
         for record, path in checks:
@@ -316,7 +308,7 @@ def run_inference(task: str, config: str, inputs, output: str,
     try:
         index.check_sources(*reader.sources())
         reader.done = set(index.done)
-        reader.done_videos = set(index.done_videos)
+        reader.done_videos = set(index.video_records)
         model = init_model(config, checkpoint, device,
                            cfg_options=cfg_options, compile=compile,
                            dtype=dtype)

@@ -24,12 +24,12 @@ from dataclasses import dataclass
 from functools import partial
 from typing import (
     Callable,
-    Collection,
     Dict,
     Iterator,
     List,
     Optional,
     Sequence,
+    Set,
     Tuple,
     Union,
 )
@@ -191,12 +191,11 @@ def _frame_bases(names: Sequence[str], stems: Sequence[str],
     for name, stem, video in zip(names, stems, videos):
         base = stem
         if video and clashes(base):
-            base = f'{stem}_{osp.splitext(name)[1].lstrip(".").lower()}'
+            base = with_ext = f'{stem}_{osp.splitext(name)[1][1:].lower()}'
             k = 1
             while clashes(base):
                 k += 1
-                base = f'{stem}_{osp.splitext(name)[1].lstrip(".").lower()}' \
-                    f'_{k}'
+                base = f'{with_ext}_{k}'
         bases.append(base if video else '')
     return bases
 
@@ -208,6 +207,8 @@ class FrameReader:
         inputs: an image path, a folder (its images and videos, sorted, not
             recursive), a video path, an (H, W, 3) uint8 BGR array, or a list
             of those. A file given twice is read once.
+
+    Attributes:
         done: frame names to leave out (already processed by an earlier run).
         done_videos: video keys to leave out entirely.
 
@@ -217,9 +218,7 @@ class FrameReader:
         ValueError: an array is not an (H, W, 3) uint8 image.
     """
 
-    def __init__(self, inputs: Union[InputType, Sequence[InputType]],
-                 done: Collection[str] = (),
-                 done_videos: Collection[str] = ()) -> None:
+    def __init__(self, inputs: Union[InputType, Sequence[InputType]]) -> None:
         if isinstance(inputs, (str, os.PathLike, np.ndarray)):
             inputs = [inputs]
         self.items: List[Union[str, np.ndarray]] = []
@@ -270,8 +269,8 @@ class FrameReader:
                 self.items[i] = _as_bgr(item, f'input array {i}')
         self.base_dir = osp.commonpath(bases) if bases else ''
         self._assign_names()
-        self.done = set(done)
-        self.done_videos = set(done_videos)
+        self.done: Set[str] = set()
+        self.done_videos: Set[str] = set()
         self.num_done = 0
 
     def _assign_names(self) -> None:
