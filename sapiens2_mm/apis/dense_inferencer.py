@@ -85,6 +85,15 @@ def check_mask_size(mask: np.ndarray, frame: Frame, where: str) -> np.ndarray:
     return mask
 
 
+def check_seg_dir(seg_dir: str) -> str:
+    """``seg_dir`` if it is a folder, else a NotADirectoryError saying so."""
+    if not osp.isdir(seg_dir):
+        raise NotADirectoryError(
+            f'--seg-dir {seg_dir!r} is not a folder; give the folder of '
+            'the masks (e.g. the output folder of tools/infer.py seg).')
+    return seg_dir
+
+
 class SegDirMasks:
     """Masks from a folder (``--seg-dir``); see the module docstring.
 
@@ -100,11 +109,7 @@ class SegDirMasks:
     source = 'seg_dir'
 
     def __init__(self, seg_dir: str) -> None:
-        if not osp.isdir(seg_dir):
-            raise NotADirectoryError(
-                f'--seg-dir {seg_dir!r} is not a folder; give the folder of '
-                'the masks (e.g. the output folder of tools/infer.py seg).')
-        self.seg_dir = seg_dir
+        self.seg_dir = check_seg_dir(seg_dir)
         self.missing: Dict[str, None] = {}
         self._lock = threading.Lock()
 

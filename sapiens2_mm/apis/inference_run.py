@@ -8,26 +8,23 @@ What is guaranteed (docs/inference.md, "What is guaranteed"):
 
 * inputs are never overwritten (an output folder in an input folder is
   refused) and frames never share an output file;
-* each finished frame is in ``inference_index.jsonl`` as soon as its files
-  are written; an interrupted run keeps them and a re-run skips them;
+* each finished frame is in ``<output>/inference_index.jsonl`` (a line
+  appended and flushed) as soon as its files are on disk; a run interrupted
+  (Ctrl-C, a crash, a full disk) keeps them and the same command run again
+  skips them;
 * a frame that fails (in the model, the writer or the drawing) is skipped,
   counted and listed, and the run goes on;
 * unreadable inputs are skipped and listed; damaged ones (truncated JPEG)
   are processed, counted and listed as warnings.
 
-The inference index, one JSON line per finished frame, written as it ends:
-``tools/infer.py`` appends a line to ``<output>/inference_index.jsonl`` (and
-flushes it) as soon as a frame's outputs are on disk, so a run that is
-interrupted (Ctrl-C, a crash, a full disk) keeps every finished frame, and the
-same command run again skips them. Task summary files (the pose predictions
-JSON) are rebuilt from the index when a run ends, however it ends.
-
-Line 1 is the header (task, config, checkpoint, options); a re-run with other
-settings is refused, so one folder never mixes two models' outputs. Then one
-line per finished frame (``{"name": ..., "source": ..., "source_file": [size,
-mtime_ns], "outputs": [...], ...task fields}``) and one ``{"video_done": name,
-"source": ..., "source_file": ...}`` per completed video. A frame run again
-(a video interrupted half-way) supersedes its earlier line.
+Task summary files (the pose predictions JSON) are rebuilt from the index when
+a run ends, however it ends. Index line 1 is the header (task, config,
+checkpoint, options); a re-run with other settings is refused, so one folder
+never mixes two models' outputs. Then one line per finished frame (``{"name":
+..., "source": ..., "source_file": [size, mtime_ns], "outputs": [...], ...task
+fields}``) and one ``{"video_done": name, "source": ..., "source_file": ...}``
+per completed video. A frame run again (a video interrupted half-way)
+supersedes its earlier line.
 
 A finished input is skipped only when it is the same file: a re-run whose
 input of that name is another file (``--input B/`` after ``--input A/``) or
@@ -411,17 +408,13 @@ def _echo_summary(summary: RunSummary, trained: bool, output: str,
         echo(line)
     if not no_vis:
         echo(f'visualizations: {len(sink.written)} file(s)')
-    if summary.warnings:
-        echo(f'warnings for {len(summary.warnings)} input(s) (processed):')
-        for path, reason in summary.warnings:
-            echo(f'  {path}: {reason}')
-    if summary.skipped:
-        echo(f'skipped {len(summary.skipped)} unreadable input(s):')
-        for path, reason in summary.skipped:
-            echo(f'  {path}: {reason}')
-    if summary.failed:
-        echo(f'failed {len(summary.failed)} frame(s) (left out, the others '
-             'went on):')
-        for name, reason in summary.failed:
-            echo(f'  {name}: {reason}')
+    for listed, heading in (
+            (summary.warnings, 'warnings for {} input(s) (processed):'),
+            (summary.skipped, 'skipped {} unreadable input(s):'),
+            (summary.failed, 'failed {} frame(s) (left out, the others went '
+             'on):')):
+        if listed:
+            echo(heading.format(len(listed)))
+            for what, reason in listed:
+                echo(f'  {what}: {reason}')
     echo(f'index of finished frames: {index_path}')

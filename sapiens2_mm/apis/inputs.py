@@ -223,7 +223,6 @@ class FrameReader:
             inputs = [inputs]
         self.items: List[Union[str, np.ndarray]] = []
         self.folders: List[str] = []
-        self.skipped: List[Tuple[str, str]] = []
         self.warnings: List[Tuple[str, str]] = []
         empty: List[str] = []
         seen = set()
@@ -236,13 +235,11 @@ class FrameReader:
             if osp.isdir(path):
                 self.folders.append(path)
                 bases.append(path)
-                names = sorted(os.listdir(path))
-                found = [osp.join(path, n) for n in names
+                files = [osp.join(path, n) for n in sorted(os.listdir(path))
                          if n.lower().endswith(IMAGE_EXTS + VIDEO_EXTS)
                          and osp.isfile(osp.join(path, n))]
-                if not found:
+                if not files:
                     empty.append(os.fspath(item))
-                files = found
             elif osp.isfile(path):
                 bases.append(osp.dirname(path))
                 files = [path]
@@ -258,7 +255,7 @@ class FrameReader:
         # folders without images are reported with every run's skipped list
         self.empty_folders = [(f, f'no images or videos in the folder. '
                                f'{_extensions_message()}') for f in empty]
-        self.skipped = list(self.empty_folders)
+        self.skipped: List[Tuple[str, str]] = list(self.empty_folders)
         if not self.items:
             where = ', '.join(repr(f) for f in empty) or 'the inputs'
             raise FileNotFoundError(
