@@ -322,16 +322,15 @@ def _follow_length(cfg: Config, before: Mapping, options: Mapping) -> list:
             continue
         new = cfg.train_cfg[key]
         changes = rescale_schedule(cfg, key, old, new, keep=options)
-        bound = [('train_cfg', 'val_interval'),
-                 ('default_hooks', 'checkpoint', 'interval')]
-        for path in bound:
-            node = cfg
-            for part in path[:-1]:
-                node = node.get(part) if hasattr(node, 'get') else None
-            if (hasattr(node, 'get') and node.get(path[-1]) == old and
-                    _dotted(path) not in options and new != old):
-                node[path[-1]] = new
-                changes.append(f'{_dotted(path)} {old} -> {new}')
+        bound = {'train_cfg.val_interval': cfg.train_cfg,
+                 'default_hooks.checkpoint.interval':
+                 (cfg.get('default_hooks') or {}).get('checkpoint')}
+        for dotted, node in bound.items():
+            name = dotted.rsplit('.', 1)[1]
+            if (isinstance(node, Mapping) and node.get(name) == old
+                    and dotted not in options and new != old):
+                node[name] = new
+                changes.append(f'{dotted} {old} -> {new}')
         if changes:
             notes.append(f'--cfg-options {option}={new} (was {old}) rescaled '
                          f'the schedule: {", ".join(changes)} (see '

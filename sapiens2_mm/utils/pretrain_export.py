@@ -57,11 +57,9 @@ def pretrain_backbone_state(state_dict: Mapping[str, torch.Tensor],
         raise ValueError(
             f'The {which} backbone in {source} lacks {PERIODS_KEY} or '
             'cls_token; it is not a Sapiens2 backbone.')
-    out = {}
-    for key, value in state.items():
-        dtype = torch.bfloat16 if key == PERIODS_KEY else torch.float32
-        out[key] = value.detach().to(dtype).contiguous()
-    return out
+    return {key: value.detach().to(
+        torch.bfloat16 if key == PERIODS_KEY else torch.float32).contiguous()
+        for key, value in state.items()}
 
 
 def export_pretrain(src: str, dst: str, which: str = 'teacher',
