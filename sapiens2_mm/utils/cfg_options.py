@@ -81,27 +81,16 @@ class UnknownConfigKeyError(KeyError):
         return str(self.args[0])
 
 
-def _registries():
-    from ..registry import ALL_REGISTRIES
-    return ALL_REGISTRIES
-
-
-def _forwarded_kwargs(klass) -> Optional[Set[str]]:
-    """Names a class's ``**kwargs`` can take when they only feed a fixed
-    signature; None when not known to be closed."""
-    from mmengine.hooks import CheckpointHook
-    if klass is CheckpointHook:
-        return set()  # all of Runner.save_checkpoint's are passed already
-    return None
-
-
 def _accepted_args(type_value) -> Optional[Set[str]]:
     """Constructor argument names of a config ``type``; None means any."""
+    from mmengine.hooks import CheckpointHook
+
+    from ..registry import ALL_REGISTRIES
     classes = []
     if inspect.isclass(type_value):
         classes = [type_value]
     elif isinstance(type_value, str):
-        for registry in _registries():
+        for registry in ALL_REGISTRIES:
             try:
                 found = registry.get(type_value)
             except Exception:  # noqa: BLE001 - unknown scope: try the next
@@ -127,11 +116,10 @@ def _accepted_args(type_value) -> Optional[Set[str]]:
             params = list(inspect.signature(init).parameters.values())[1:]
             names.update(p.name for p in params
                          if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD))
-            if not any(p.kind is p.VAR_KEYWORD for p in params):
-                break
-            forwarded = _forwarded_kwargs(klass)
-            if forwarded is not None:
-                names.update(forwarded)
+            # CheckpointHook's **kwargs only feed Runner.save_checkpoint,
+            # which takes none beyond those the hook sets
+            if (not any(p.kind is p.VAR_KEYWORD for p in params)
+                    or klass is CheckpointHook):
                 break
         else:
             return None
@@ -193,26 +181,6 @@ def find_unknown_cfg_options(cfg: Config, options: Mapping) -> Dict[str, str]:
         if reason is not None:
             problems[str(key)] = reason
     return problems
-
-
-def check_cfg_options(cfg: Config, options: Optional[Mapping]) -> None:
-    """Raise :class:`UnknownConfigKeyError` if any option key is unknown.
-
-    Args:
-        cfg: the loaded config, before merging the options.
-        options: ``{dotted.key: value}`` as parsed by mmengine's DictAction.
-    """
-    if not options:
-        return
-    problems = find_unknown_cfg_options(cfg, options)
-    if problems:
-        lines: List[str] = [f'  {k}: {v}' for k, v in problems.items()]
-        raise UnknownConfigKeyError(
-            f'--cfg-options has {len(problems)} key(s) that config '
-            f'{getattr(cfg, "filename", "<config>")} does not have and mmengine '
-            'would silently add:\n' + '\n'.join(lines) +
-            '\nFix the spelling, or check the config with '
-            'tools/analysis_tools/print_config.py.')
 
 
 def _paths_equal_to(node: Any, value: Any, path: tuple = ()) -> List[tuple]:
@@ -354,16 +322,15 @@ def _follow_length(cfg: Config, before: Mapping, options: Mapping) -> list:
             continue
         new = cfg.train_cfg[key]
         changes = rescale_schedule(cfg, key, old, new, keep=options)
-        bound = [('train_cfg', 'val_interval'),
-                 ('default_hooks', 'checkpoint', 'interval')]
-        for path in bound:
-            node = cfg
-            for part in path[:-1]:
-                node = node.get(part) if hasattr(node, 'get') else None
-            if (hasattr(node, 'get') and node.get(path[-1]) == old and
-                    _dotted(path) not in options and new != old):
-                node[path[-1]] = new
-                changes.append(f'{_dotted(path)} {old} -> {new}')
+        bound = {'train_cfg.val_interval': cfg.train_cfg,
+                 'default_hooks.checkpoint.interval':
+                 (cfg.get('default_hooks') or {}).get('checkpoint')}
+        for dotted, node in bound.items():
+            name = dotted.rsplit('.', 1)[1]
+            if (isinstance(node, Mapping) and node.get(name) == old
+                    and dotted not in options and new != old):
+                node[name] = new
+                changes.append(f'{dotted} {old} -> {new}')
         if changes:
             notes.append(f'--cfg-options {option}={new} (was {old}) rescaled '
                          f'the schedule: {", ".join(changes)} (see '
@@ -400,6 +367,10 @@ def _fill_none_parents(cfg: Config, options: Mapping) -> List[str]:
     return notes
 
 
+def _lines(problems: Mapping[str, str]) -> str:
+    return '\n'.join(f'  {k}: {v}' for k, v in problems.items())
+
+
 def apply_cfg_options(cfg: Config, options: Optional[Mapping]) -> List[str]:
     """Check ``options`` and merge them.
 
@@ -418,14 +389,20 @@ def apply_cfg_options(cfg: Config, options: Optional[Mapping]) -> List[str]:
     """
     if not options:
         return []
-    check_cfg_options(cfg, options)
     before = cfg.to_dict()
+    problems = find_unknown_cfg_options(before, options)
+    if problems:
+        raise UnknownConfigKeyError(
+            f'--cfg-options has {len(problems)} key(s) that config '
+            f'{getattr(cfg, "filename", "<config>")} does not have and mmengine '
+            'would silently add:\n' + _lines(problems) +
+            '\nFix the spelling, or check the config with '
+            'tools/analysis_tools/print_config.py.')
     problems = _variable_problems(before, options)
     if problems:
-        lines = [f'  {k}: {v}' for k, v in problems.items()]
         raise UnknownConfigKeyError(
             '--cfg-options would change nothing the runner reads:\n' +
-            '\n'.join(lines))
+            _lines(problems))
     notes = _fill_none_parents(cfg, options)
     cfg.merge_from_dict(options)
     return notes + _follow_length(cfg, before, options)

@@ -22,12 +22,8 @@ class CheckpointMismatchError(RuntimeError):
 
 
 def _strip_wrappers(key: str) -> str:
-    changed = True
-    while changed:
-        changed = False
-        for prefix in WRAPPER_PREFIXES:
-            if key.startswith(prefix):
-                key, changed = key[len(prefix):], True
+    while key.startswith(WRAPPER_PREFIXES):  # each prefix ends at a '.'
+        key = key.split('.', 1)[1]
     return key
 
 
@@ -112,20 +108,19 @@ def pretrained_load_message(path: str, raw: Mapping[str, torch.Tensor],
             + (f' (keys under {prefix!r})' if selected else ''))
     if not skipped:
         return text + '; every tensor of the file was used.'
-    shown = ', '.join(skipped[:limit])
-    more = (f' ... and {len(skipped) - limit} more'
-            if len(skipped) > limit else '')
     return (text + f'; {len(skipped)} key(s) of the file not used: '
-            f'{shown}{more}.')
+            f'{_shown(skipped, limit)}.')
+
+
+def _shown(keys: list, limit: int) -> str:
+    """The first ``limit`` keys, then how many more there are."""
+    more = f' ... and {len(keys) - limit} more' if len(keys) > limit else ''
+    return ', '.join(keys[:limit]) + more
 
 
 def _listing(title: str, keys: Iterable[str], limit: int = 20) -> str:
     keys = list(keys)
-    if not keys:
-        return ''
-    shown = ', '.join(keys[:limit])
-    more = f' ... and {len(keys) - limit} more' if len(keys) > limit else ''
-    return f'\n  {title} ({len(keys)}): {shown}{more}'
+    return f'\n  {title} ({len(keys)}): {_shown(keys, limit)}' if keys else ''
 
 
 def check_state_dict(module: nn.Module, state_dict: Mapping[str, torch.Tensor],

@@ -11,7 +11,13 @@ from typing import Iterable, Mapping, Optional
 import torch
 
 from ..version import __version__
-from .atomic_file import atomic_output, discard, finish_file, temporary_path
+from .atomic_file import (
+    atomic_open,
+    atomic_output,
+    discard,
+    finish_file,
+    temporary_path,
+)
 from .checkpoint import read_checkpoint
 from .official_keys import detect_task, official_to_package, package_to_official
 from .output_paths import OutputPathError, check_output_file, same_file
@@ -35,6 +41,26 @@ def _check_output(dst: str, overwrite: bool, inputs: Iterable[str] = ()) -> None
         raise FileExistsError(
             f'{dst!r} exists; refusing to overwrite it. Pass --overwrite or '
             'choose another output path.')
+
+
+def load_mmengine_file(src: str) -> Mapping:
+    """``torch.load`` (weights only, to the CPU) of a checkpoint ``.pth``.
+
+    Raises:
+        FileNotFoundError / ValueError: ``src`` is missing, unreadable or not
+            a dict.
+    """
+    if not osp.isfile(src):
+        raise FileNotFoundError(f'Checkpoint {src!r} does not exist.')
+    try:
+        checkpoint = torch.load(src, map_location='cpu', weights_only=True)
+    except Exception as err:  # noqa: BLE001 - re-raised with the file named
+        raise ValueError(
+            f'Could not read checkpoint {src!r} ({type(err).__name__}: '
+            f'{err}).') from err
+    if not isinstance(checkpoint, Mapping):
+        raise ValueError(f'{src!r} does not hold a checkpoint dict.')
+    return checkpoint
 
 
 def _refuse_pretrainer(state: Mapping[str, torch.Tensor], src: str) -> None:
@@ -95,7 +121,7 @@ def official_to_mmengine(src: str, dst: str, task: Optional[str] = None,
     state = official_to_package(state, task)
     meta = dict(sapiens2_mm_version=__version__, task=task,
                 converted_from=osp.basename(src))
-    with atomic_output(dst) as tmp, open(tmp, 'wb') as f:
+    with atomic_open(dst) as f:
         # to a file object: the zip's root folder is then 'archive', not the
         # temporary name (same bytes for the same weights)
         torch.save(dict(meta=meta, state_dict=state), f)
@@ -152,13 +178,8 @@ def publish_checkpoint(src: str, dst: str) -> str:
     stem, ext = osp.splitext(dst)
     ext = ext or '.pth'
     check_output_file(dst, [src], what='published checkpoint')
-    try:
-        checkpoint = torch.load(src, map_location='cpu', weights_only=True)
-    except Exception as err:  # noqa: BLE001 - re-raised with the file named
-        raise ValueError(
-            f'Could not read checkpoint {src!r} ({type(err).__name__}: '
-            f'{err}).') from err
-    if not isinstance(checkpoint, dict) or 'state_dict' not in checkpoint:
+    checkpoint = load_mmengine_file(src)
+    if 'state_dict' not in checkpoint:
         raise ValueError(
             f'{src!r} is not an mmengine checkpoint (no "state_dict" entry).')
     for key in TRAINING_STATE_KEYS:

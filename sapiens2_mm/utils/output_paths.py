@@ -124,14 +124,6 @@ def check_outside_folders(path: str, folders: Iterable[str],
     return path
 
 
-def free_name(path: str, index: int) -> str:
-    """``path`` for ``index`` 0, else ``<root>_<index><ext>``."""
-    if not index:
-        return path
-    root, ext = osp.splitext(path)
-    return f'{root}_{index}{ext}'
-
-
 def rename_no_clobber(tmp: str, path: str, max_tries: int = 10000) -> str:
     """Give the finished file ``tmp`` the first name of ``path``,
     ``<root>_1<ext>``, ``<root>_2<ext>`` ... that does not exist, never
@@ -141,8 +133,9 @@ def rename_no_clobber(tmp: str, path: str, max_tries: int = 10000) -> str:
     Returns:
         The name given.
     """
+    root, ext = osp.splitext(path)
     for index in range(max_tries):
-        candidate = free_name(path, index)
+        candidate = f'{root}_{index}{ext}' if index else path
         try:
             os.link(tmp, candidate)
         except FileExistsError:

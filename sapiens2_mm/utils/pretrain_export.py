@@ -12,8 +12,8 @@ from typing import Dict, Mapping, Optional
 import torch
 
 from ..version import __version__
-from .atomic_file import atomic_output
-from .checkpoint_convert import _check_output
+from .atomic_file import atomic_open, atomic_output
+from .checkpoint_convert import _check_output, load_mmengine_file
 from .output_paths import OutputPathError, same_file
 
 SOURCES = {
@@ -21,20 +21,6 @@ SOURCES = {
     'student': 'backbone.',
 }
 PERIODS_KEY = 'rope_embed.periods'
-
-
-def _load_state_dict(src: str) -> Mapping[str, torch.Tensor]:
-    if not osp.isfile(src):
-        raise FileNotFoundError(f'Checkpoint {src!r} does not exist.')
-    try:
-        ckpt = torch.load(src, map_location='cpu', weights_only=True)
-    except Exception as err:  # noqa: BLE001 - re-raised with the file named
-        raise ValueError(
-            f'Could not read checkpoint {src!r} ({type(err).__name__}: '
-            f'{err}).') from err
-    if not isinstance(ckpt, Mapping):
-        raise ValueError(f'{src!r} does not hold a checkpoint dict.')
-    return ckpt.get('state_dict', ckpt)
 
 
 def pretrain_backbone_state(state_dict: Mapping[str, torch.Tensor],
@@ -71,11 +57,9 @@ def pretrain_backbone_state(state_dict: Mapping[str, torch.Tensor],
         raise ValueError(
             f'The {which} backbone in {source} lacks {PERIODS_KEY} or '
             'cls_token; it is not a Sapiens2 backbone.')
-    out = {}
-    for key, value in state.items():
-        dtype = torch.bfloat16 if key == PERIODS_KEY else torch.float32
-        out[key] = value.detach().to(dtype).contiguous()
-    return out
+    return {key: value.detach().to(
+        torch.bfloat16 if key == PERIODS_KEY else torch.float32).contiguous()
+        for key, value in state.items()}
 
 
 def export_pretrain(src: str, dst: str, which: str = 'teacher',
@@ -108,7 +92,9 @@ def export_pretrain(src: str, dst: str, which: str = 'teacher',
     _check_output(dst, overwrite, [src])
     if pth:
         _check_output(pth, overwrite, [src])
-    state = pretrain_backbone_state(_load_state_dict(src), which, src)
+    checkpoint = load_mmengine_file(src)
+    state = pretrain_backbone_state(checkpoint.get('state_dict', checkpoint),
+                                    which, src)
     from safetensors.torch import save_file
     with atomic_output(dst) as tmp:
         save_file(state, tmp, metadata=dict(
@@ -116,7 +102,7 @@ def export_pretrain(src: str, dst: str, which: str = 'teacher',
             exported_by=f'sapiens2_mm {__version__}',
             source=osp.basename(src)))
     if pth:
-        with atomic_output(pth) as tmp, open(tmp, 'wb') as f:
+        with atomic_open(pth) as f:
             torch.save(dict(teacher={f'backbone.{k}': v
                                      for k, v in state.items()},
                             meta=dict(weights=which,

@@ -56,8 +56,7 @@ class _DeferredRemoval:
     def remove(self, path):
         self.pending.append(str(path))
 
-    def rmtree(self, path):
-        self.pending.append(str(path))
+    rmtree = remove
 
     def __getattr__(self, name):
         return getattr(self._backend, name)
@@ -75,17 +74,17 @@ class AtomicCheckpointHook(CheckpointHook):
     """
 
     def __init__(self, *args, **kwargs):
-        unknown = sorted(set(kwargs) - set(_hook_arguments()))
+        known = _hook_arguments()
+        unknown = sorted(set(kwargs) - set(known))
         if unknown:
             hints = []
             for name in unknown:
-                close = difflib.get_close_matches(name, _hook_arguments(), 1)
+                close = difflib.get_close_matches(name, known, 1)
                 hints.append(f'{name!r}' + (f' (did you mean {close[0]!r}?)'
                                             if close else ''))
             raise TypeError(
                 f'{type(self).__name__} got unknown argument(s) '
-                f'{", ".join(hints)}. It takes: '
-                f'{", ".join(_hook_arguments())}.')
+                f'{", ".join(hints)}. It takes: {", ".join(known)}.')
         super().__init__(*args, **kwargs)
 
     def _atomic(self) -> bool:

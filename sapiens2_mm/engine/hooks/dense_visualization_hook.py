@@ -116,7 +116,7 @@ class DenseVisualizationHook(Hook):
     def _write(path: str, image) -> str:
         """Write ``image`` under ``path`` or the first free name after it;
         returns the name written."""
-        from ...utils.atomic_file import temporary_path
+        from ...utils.atomic_file import discard, temporary_path
         from ...utils.output_paths import rename_no_clobber
         if not cv2.haveImageWriter(path):
             path = path + '.png'
@@ -126,5 +126,4 @@ class DenseVisualizationHook(Hook):
                 raise OSError(f'Could not write {path!r}.')
             return rename_no_clobber(tmp, path)
         finally:
-            if osp.exists(tmp):
-                os.remove(tmp)
+            discard(tmp)

@@ -98,15 +98,13 @@ class RNGStateHook(Hook):
 
     def after_load_checkpoint(self, runner, checkpoint: dict) -> None:
         """Keep the saved states until training restarts (resume only)."""
-        if not getattr(runner, '_resume', False):
+        if not getattr(runner, '_resume', False) or get_world_size() != 1:
             return  # load_from for fine-tuning: start a fresh random stream
-        states = checkpoint.get(KEY)
-        if states is None and get_world_size() == 1:
+        self._pending = checkpoint.get(KEY)
+        if self._pending is None:
             runner.logger.warning(
                 'The checkpoint has no RNG state (saved without RNGStateHook); '
                 'random augmentation and dropout restart from the seed.')
-        elif get_world_size() == 1:
-            self._pending = states
 
     def before_train(self, runner) -> None:
         """Arrange the restore after the loop skips the trained batches."""

@@ -33,19 +33,15 @@ PRED_RESIZE_ORDERS = ('official', 'resize_first')
 
 def sample_name(sample: Any) -> str:
     """``img_path`` of a sample, or a placeholder for messages."""
-    path = _get(sample, 'img_path')
+    path = read_meta(sample, 'img_path')
     return str(path) if path is not None else '<sample without img_path>'
-
-
-def _get(sample: Any, key: str) -> Any:
-    if isinstance(sample, dict):
-        return sample.get(key)
-    return getattr(sample, key, None)
 
 
 def read_meta(sample: Any, key: str) -> Any:
     """A metainfo value (None when absent); tensors/arrays are kept."""
-    return _get(sample, key)
+    if isinstance(sample, dict):
+        return sample.get(key)
+    return getattr(sample, key, None)
 
 
 def read_pixels(sample: Any, key: str,
@@ -60,7 +56,7 @@ def read_pixels(sample: Any, key: str,
     Returns:
         Tensor (C, H, W); a 2-D field is given a channel axis.
     """
-    value = _get(sample, key)
+    value = read_meta(sample, key)
     if isinstance(value, dict):
         value = value.get('data')
     elif value is not None and hasattr(value, 'data') and not isinstance(
