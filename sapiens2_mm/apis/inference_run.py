@@ -164,18 +164,14 @@ class InferenceIndex:
         """
         frame_of = [(re.compile(re.escape(base) + r'_\d{6,}\.jpg'), path)
                     for path, base in videos.values()]
-        conflicts = []
-        checks = [(r, photos.get(n)) for n, r in self.done.items()]
+        checks = [(r, photos[n]) for n, r in self.done.items() if n in photos]
         checks += [(r, videos[n][0]) for n, r in self.video_records.items()
                    if n in videos]
-        for name, record in self.done.items():
-            if name in photos:
-                continue
-            for pattern, path in frame_of:
-                if pattern.fullmatch(name):
-                    checks.append((record, path))
+        checks += [(r, path) for n, r in self.done.items() if n not in photos
+                   for pattern, path in frame_of if pattern.fullmatch(n)]
+        conflicts = []
         for record, path in checks:
-            if path is None or not record.get('source'):
+            if not record.get('source'):
                 continue
             same_path = osp.realpath(record['source']) == osp.realpath(path)
             old = record.get('source_file')

@@ -144,7 +144,7 @@ class DenseTask(BaseTask):
         return {'dense_options': options} if options else {}
 
     def run_report(self, inferencer) -> List[str]:
-        source = getattr(inferencer, 'foreground', None)
+        source = inferencer.foreground
         return source.report() if source is not None else []
 
     def matches(self, cfg: Config) -> bool:
@@ -216,7 +216,7 @@ def frame_entry(frame, result) -> dict:
     if frame.video is not None:
         entry.update(video=osp.basename(frame.video),
                      frame_index=frame.frame_index)
-    if getattr(result, 'foreground_source', None) is not None:
+    if result.foreground_source is not None:
         entry['foreground'] = result.foreground_source
     return entry
 
