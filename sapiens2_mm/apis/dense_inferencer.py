@@ -266,12 +266,6 @@ class DenseInferencer(BaseInferencer):
             seg_dir, fg_seg, str(next(self.model.parameters()).device),
             self.batch_size)
 
-    def masks(self, frames: Sequence[Frame]) -> list:
-        """One foreground mask (H, W) bool or None per frame."""
-        if self.foreground is None:
-            return [None] * len(frames)
-        return self.foreground.masks(frames)
-
     def prepare(self, frame: Frame) -> Tuple[None, list]:
         return None, [(frame, self.pack(frame))]
 
@@ -280,7 +274,8 @@ class DenseInferencer(BaseInferencer):
         foreground mask). The masks of a seg model (``fg_seg``) are computed
         here, on the same batch of frames; a bad mask fails before the
         forward."""
-        masks = self.masks([frame for frame, _ in items])
+        masks = [None] * len(items) if self.foreground is None else \
+            self.foreground.masks([frame for frame, _ in items])
         model = self.model
         data = model.data_preprocessor(
             pseudo_collate([packed for _, packed in items]), False)

@@ -167,8 +167,7 @@ def find_task(cfg: Config) -> BaseTask:
                          'from configs/.')
     if cfg.get('task'):
         return get_task(cfg.task)
-    found = [get_task(n) for n in task_names()]
-    found = [t for t in found if t.matches(cfg)]
+    found = [t for t in map(get_task, task_names()) if t.matches(cfg)]
     head = model.get('decode_head') or model.get('head') or {}
     if not found:
         raise ValueError(
