@@ -23,7 +23,7 @@ from .pose_inferencer import (
 from .results import DenseResult, PoseResult, SegResult
 from .runner import Runner, render_frames
 from .seg_inferencer import SegInferencer
-from .tasks import BaseTask, config_task, find_task, get_task, task_names
+from .tasks import BaseTask, find_task, get_task, task_names
 from .writers import FrameSink, OutputLayout, TaskWriter
 
 __all__ = [
@@ -31,7 +31,7 @@ __all__ = [
     'load_task_checkpoint', 'Frame', 'FrameReader', 'BoxFile',
     'DetectorBoxes', 'WholeImageBoxes', 'PoseInferencer', 'PoseResult',
     'SegResult', 'SegInferencer', 'InferenceIndex', 'RunSummary',
-    'run_inference', 'BaseTask', 'config_task', 'find_task', 'get_task',
+    'run_inference', 'BaseTask', 'find_task', 'get_task',
     'task_names', 'FrameSink', 'OutputLayout', 'TaskWriter',
     'build_inferencer', 'DenseInferencer', 'DenseResult', 'write_ply',
     'Runner', 'render_frames'

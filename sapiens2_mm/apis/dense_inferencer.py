@@ -85,6 +85,15 @@ def check_mask_size(mask: np.ndarray, frame: Frame, where: str) -> np.ndarray:
     return mask
 
 
+def check_seg_dir(seg_dir: str) -> str:
+    """``seg_dir`` if it is a folder, else a NotADirectoryError saying so."""
+    if not osp.isdir(seg_dir):
+        raise NotADirectoryError(
+            f'--seg-dir {seg_dir!r} is not a folder; give the folder of '
+            'the masks (e.g. the output folder of tools/infer.py seg).')
+    return seg_dir
+
+
 class SegDirMasks:
     """Masks from a folder (``--seg-dir``); see the module docstring.
 
@@ -100,11 +109,7 @@ class SegDirMasks:
     source = 'seg_dir'
 
     def __init__(self, seg_dir: str) -> None:
-        if not osp.isdir(seg_dir):
-            raise NotADirectoryError(
-                f'--seg-dir {seg_dir!r} is not a folder; give the folder of '
-                'the masks (e.g. the output folder of tools/infer.py seg).')
-        self.seg_dir = seg_dir
+        self.seg_dir = check_seg_dir(seg_dir)
         self.missing: Dict[str, None] = {}
         self._lock = threading.Lock()
 
@@ -166,13 +171,7 @@ class SegModelMasks:
     source = 'fg_seg'
 
     def __init__(self, inferencer) -> None:
-        if getattr(inferencer, 'task', None) != 'seg':
-            raise ValueError(
-                'The foreground model must be a seg model (a seg config and '
-                f'checkpoint), got a {getattr(inferencer, "task", None)!r} '
-                'one.')
         self.inferencer = inferencer
-        self.missing: Dict[str, None] = {}
 
     def masks(self, frames: Sequence[Frame]) -> List[np.ndarray]:
         """(H, W) bool masks: seg labels > 0 (0 is the background class)."""
@@ -246,7 +245,7 @@ class DenseInferencer(BaseInferencer):
             demos' order (see the heads).
         seg_dir: a folder of foreground masks (formats:
             the module docstring); a frame without one uses
-            the whole frame and is listed in :attr:`missing_masks`.
+            the whole frame and is listed in the end-of-run report.
         fg_seg: instead, take the foreground from a seg model run on the
             same frames: a seg model, a ``SegInferencer`` or a ``(config,
             checkpoint)`` pair.
@@ -266,11 +265,6 @@ class DenseInferencer(BaseInferencer):
         self.foreground = foreground_source(
             seg_dir, fg_seg, str(next(self.model.parameters()).device),
             self.batch_size)
-
-    @property
-    def missing_masks(self) -> List[str]:
-        """Frames that had no mask in ``seg_dir`` (whole frame used)."""
-        return list(getattr(self.foreground, 'missing', {}))
 
     def masks(self, frames: Sequence[Frame]) -> list:
         """One foreground mask (H, W) bool or None per frame."""

@@ -8,26 +8,23 @@ What is guaranteed (docs/inference.md, "What is guaranteed"):
 
 * inputs are never overwritten (an output folder in an input folder is
   refused) and frames never share an output file;
-* each finished frame is in ``inference_index.jsonl`` as soon as its files
-  are written; an interrupted run keeps them and a re-run skips them;
+* each finished frame is in ``<output>/inference_index.jsonl`` (a line
+  appended and flushed) as soon as its files are on disk; a run interrupted
+  (Ctrl-C, a crash, a full disk) keeps them and the same command run again
+  skips them;
 * a frame that fails (in the model, the writer or the drawing) is skipped,
   counted and listed, and the run goes on;
 * unreadable inputs are skipped and listed; damaged ones (truncated JPEG)
   are processed, counted and listed as warnings.
 
-The inference index, one JSON line per finished frame, written as it ends:
-``tools/infer.py`` appends a line to ``<output>/inference_index.jsonl`` (and
-flushes it) as soon as a frame's outputs are on disk, so a run that is
-interrupted (Ctrl-C, a crash, a full disk) keeps every finished frame, and the
-same command run again skips them. Task summary files (the pose predictions
-JSON) are rebuilt from the index when a run ends, however it ends.
-
-Line 1 is the header (task, config, checkpoint, options); a re-run with other
-settings is refused, so one folder never mixes two models' outputs. Then one
-line per finished frame (``{"name": ..., "source": ..., "source_file": [size,
-mtime_ns], "outputs": [...], ...task fields}``) and one ``{"video_done": name,
-"source": ..., "source_file": ...}`` per completed video. A frame run again
-(a video interrupted half-way) supersedes its earlier line.
+Task summary files (the pose predictions JSON) are rebuilt from the index when
+a run ends, however it ends. Index line 1 is the header (task, config,
+checkpoint, options); a re-run with other settings is refused, so one folder
+never mixes two models' outputs. Then one line per finished frame (``{"name":
+..., "source": ..., "source_file": [size, mtime_ns], "outputs": [...], ...task
+fields}``) and one ``{"video_done": name, "source": ..., "source_file": ...}``
+per completed video. A frame run again (a video interrupted half-way)
+supersedes its earlier line.
 
 A finished input is skipped only when it is the same file: a re-run whose
 input of that name is another file (``--input B/`` after ``--input A/``) or
@@ -82,9 +79,7 @@ class InferenceIndex:
         self.path = osp.join(out_dir, INDEX_NAME)
         self.header = dict(header, format=FORMAT)
         self.done: Dict[str, dict] = {}
-        self.done_videos: List[str] = []
         self.video_records: Dict[str, dict] = {}
-        self.num_bad_lines = 0
         if osp.exists(self.path):
             self._load(out_dir)
             self._file = open(self.path, 'a')
@@ -99,7 +94,6 @@ class InferenceIndex:
                     'folder.')
             self._file = open(self.path, 'w')
             self._write(self.header)
-        self.resumed = len(self.done)
 
     def _load(self, out_dir: str) -> None:
         with open(self.path) as f:
@@ -130,10 +124,8 @@ class InferenceIndex:
                 record = json.loads(line)
             except json.JSONDecodeError:
                 # a line cut short by a crash: that frame is simply redone
-                self.num_bad_lines += 1
                 continue
             if 'video_done' in record:
-                self.done_videos.append(record['video_done'])
                 self.video_records[record['video_done']] = record
             elif 'name' in record:
                 self.done[record['name']] = record
@@ -153,7 +145,6 @@ class InferenceIndex:
         record = {'video_done': name}
         if source:
             record.update(source=source, source_file=file_identity(source))
-        self.done_videos.append(name)
         self.video_records[name] = record
         self._write(record)
 
@@ -171,10 +162,8 @@ class InferenceIndex:
                 another file or has changed (path, size or modification time
                 differ), before anything is processed.
         """
-        frame_of = {}
-        for name, (path, base) in videos.items():
-            frame_of[name] = (re.compile(re.escape(base) + r'_\d{6,}\.jpg'),
-                              path)
+        frame_of = [(re.compile(re.escape(base) + r'_\d{6,}\.jpg'), path)
+                    for path, base in videos.values()]
         conflicts = []
         checks = [(r, photos.get(n)) for n, r in self.done.items()]
         checks += [(r, videos[n][0]) for n, r in self.video_records.items()
@@ -182,7 +171,7 @@ class InferenceIndex:
         for name, record in self.done.items():
             if name in photos:
                 continue
-            for pattern, path in frame_of.values():
+            for pattern, path in frame_of:
                 if pattern.fullmatch(name):
                     checks.append((record, path))
         for record, path in checks:
@@ -316,7 +305,7 @@ def run_inference(task: str, config: str, inputs, output: str,
     try:
         index.check_sources(*reader.sources())
         reader.done = set(index.done)
-        reader.done_videos = set(index.done_videos)
+        reader.done_videos = set(index.video_records)
         model = init_model(config, checkpoint, device,
                            cfg_options=cfg_options, compile=compile,
                            dtype=dtype)
@@ -419,17 +408,13 @@ def _echo_summary(summary: RunSummary, trained: bool, output: str,
         echo(line)
     if not no_vis:
         echo(f'visualizations: {len(sink.written)} file(s)')
-    if summary.warnings:
-        echo(f'warnings for {len(summary.warnings)} input(s) (processed):')
-        for path, reason in summary.warnings:
-            echo(f'  {path}: {reason}')
-    if summary.skipped:
-        echo(f'skipped {len(summary.skipped)} unreadable input(s):')
-        for path, reason in summary.skipped:
-            echo(f'  {path}: {reason}')
-    if summary.failed:
-        echo(f'failed {len(summary.failed)} frame(s) (left out, the others '
-             'went on):')
-        for name, reason in summary.failed:
-            echo(f'  {name}: {reason}')
+    for listed, heading in (
+            (summary.warnings, 'warnings for {} input(s) (processed):'),
+            (summary.skipped, 'skipped {} unreadable input(s):'),
+            (summary.failed, 'failed {} frame(s) (left out, the others went '
+             'on):')):
+        if listed:
+            echo(heading.format(len(listed)))
+            for what, reason in listed:
+                echo(f'  {what}: {reason}')
     echo(f'index of finished frames: {index_path}')

@@ -24,12 +24,12 @@ from dataclasses import dataclass
 from functools import partial
 from typing import (
     Callable,
-    Collection,
     Dict,
     Iterator,
     List,
     Optional,
     Sequence,
+    Set,
     Tuple,
     Union,
 )
@@ -191,12 +191,11 @@ def _frame_bases(names: Sequence[str], stems: Sequence[str],
     for name, stem, video in zip(names, stems, videos):
         base = stem
         if video and clashes(base):
-            base = f'{stem}_{osp.splitext(name)[1].lstrip(".").lower()}'
+            base = with_ext = f'{stem}_{osp.splitext(name)[1][1:].lower()}'
             k = 1
             while clashes(base):
                 k += 1
-                base = f'{stem}_{osp.splitext(name)[1].lstrip(".").lower()}' \
-                    f'_{k}'
+                base = f'{with_ext}_{k}'
         bases.append(base if video else '')
     return bases
 
@@ -208,6 +207,8 @@ class FrameReader:
         inputs: an image path, a folder (its images and videos, sorted, not
             recursive), a video path, an (H, W, 3) uint8 BGR array, or a list
             of those. A file given twice is read once.
+
+    Attributes:
         done: frame names to leave out (already processed by an earlier run).
         done_videos: video keys to leave out entirely.
 
@@ -217,14 +218,11 @@ class FrameReader:
         ValueError: an array is not an (H, W, 3) uint8 image.
     """
 
-    def __init__(self, inputs: Union[InputType, Sequence[InputType]],
-                 done: Collection[str] = (),
-                 done_videos: Collection[str] = ()) -> None:
+    def __init__(self, inputs: Union[InputType, Sequence[InputType]]) -> None:
         if isinstance(inputs, (str, os.PathLike, np.ndarray)):
             inputs = [inputs]
         self.items: List[Union[str, np.ndarray]] = []
         self.folders: List[str] = []
-        self.skipped: List[Tuple[str, str]] = []
         self.warnings: List[Tuple[str, str]] = []
         empty: List[str] = []
         seen = set()
@@ -237,13 +235,11 @@ class FrameReader:
             if osp.isdir(path):
                 self.folders.append(path)
                 bases.append(path)
-                names = sorted(os.listdir(path))
-                found = [osp.join(path, n) for n in names
+                files = [osp.join(path, n) for n in sorted(os.listdir(path))
                          if n.lower().endswith(IMAGE_EXTS + VIDEO_EXTS)
                          and osp.isfile(osp.join(path, n))]
-                if not found:
+                if not files:
                     empty.append(os.fspath(item))
-                files = found
             elif osp.isfile(path):
                 bases.append(osp.dirname(path))
                 files = [path]
@@ -259,7 +255,7 @@ class FrameReader:
         # folders without images are reported with every run's skipped list
         self.empty_folders = [(f, f'no images or videos in the folder. '
                                f'{_extensions_message()}') for f in empty]
-        self.skipped = list(self.empty_folders)
+        self.skipped: List[Tuple[str, str]] = list(self.empty_folders)
         if not self.items:
             where = ', '.join(repr(f) for f in empty) or 'the inputs'
             raise FileNotFoundError(
@@ -270,8 +266,8 @@ class FrameReader:
                 self.items[i] = _as_bgr(item, f'input array {i}')
         self.base_dir = osp.commonpath(bases) if bases else ''
         self._assign_names()
-        self.done = set(done)
-        self.done_videos = set(done_videos)
+        self.done: Set[str] = set()
+        self.done_videos: Set[str] = set()
         self.num_done = 0
 
     def _assign_names(self) -> None:

@@ -36,7 +36,7 @@ from ..utils.output_paths import (
 from ..utils.safe_torch_load import allow_mmengine_checkpoint_globals
 from ..utils.work_dir import checkpoint_problem, find_resume_checkpoint
 from .init_model import load_config as read_config
-from .tasks import config_task, find_task
+from .tasks import find_task
 
 AMP_DTYPE = 'bfloat16'  # bf16: fp16 overflows in ViT heads
 CHECKPOINT_HOOKS = ('CheckpointHook', 'mmengine.CheckpointHook')
@@ -145,7 +145,7 @@ def check_checkpoint_task(cfg: Config, checkpoint: str) -> None:
         meta = torch.load(checkpoint, map_location='cpu', mmap=True,
                           weights_only=True).get('meta') or {}
         saved = Config.fromstring(meta['cfg'], file_format='.py')
-        theirs, ours = config_task(saved), config_task(cfg)
+        theirs, ours = find_task(saved).name, find_task(cfg).name
     except Exception:  # noqa: BLE001 - no task recorded: nothing to compare
         return
     if theirs != ours:
@@ -287,7 +287,7 @@ def check_strategy(cfg: Config) -> None:
             f"strategy.type={kind!r}: use 'Sapiens2FSDPStrategy' (mmengine's "
             'FSDPStrategy with its weight-decay, clipping, resume and testing '
             'defects fixed; see configs/_base_/strategies/fsdp_bf16.py).')
-    if 'FSDP' in kind and cfg.get('launcher', 'none') == 'none':
+    if is_fsdp(cfg) and cfg.get('launcher', 'none') == 'none':
         raise RunConfigError(
             'FSDPStrategy needs a distributed launch (a process group), even '
             'on one device: use tools/dist_train.sh CONFIG 1.')

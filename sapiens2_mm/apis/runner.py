@@ -190,13 +190,6 @@ class StreamBatcher:
 _END = object()
 
 
-class _Raised:
-    """An exception of a stage thread, re-raised by the next stage."""
-
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
-
-
 def _on_thread(items: Iterator, size: int, stop: threading.Event,
                threads: list, name: str) -> Iterator:
     """Iterate ``items`` on a new thread, at most ``size`` ahead of the
@@ -220,7 +213,7 @@ def _on_thread(items: Iterator, size: int, stop: threading.Event,
                         return
             put(_END)
         except BaseException as err:  # noqa: BLE001 - re-raised by caller
-            put(_Raised(err))
+            put(err)  # stage values are frames and tuples, never exceptions
 
     thread = threading.Thread(target=run, name=name, daemon=True)
     threads.append(thread)
@@ -232,8 +225,8 @@ def _on_thread(items: Iterator, size: int, stop: threading.Event,
             continue
         if value is _END:
             return
-        if isinstance(value, _Raised):
-            raise value.error
+        if isinstance(value, BaseException):
+            raise value
         yield value
 
 

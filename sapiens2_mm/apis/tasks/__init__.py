@@ -7,7 +7,6 @@ tasks normal and albedo are their declared maps plus a few lines in
 """
 from .base import (
     BaseTask,
-    config_task,
     find_task,
     get_task,
     task_names,
@@ -19,7 +18,7 @@ from .pose import PoseTask
 from .seg import SegTask
 
 __all__ = [
-    'BaseTask', 'config_task', 'find_task', 'get_task', 'task_names',
+    'BaseTask', 'find_task', 'get_task', 'task_names',
     'visualization_hooks', 'PoseTask', 'SegTask', 'DenseTask', 'NormalTask',
     'PointmapTask', 'AlbedoTask'
 ]

@@ -182,11 +182,6 @@ def find_task(cfg: Config) -> BaseTask:
     return found[0]
 
 
-def config_task(cfg: Config) -> str:
-    """The name of the task a config builds (see :func:`find_task`)."""
-    return find_task(cfg).name
-
-
 def visualization_hooks(cfg: Config) -> list:
     """The visualization hook configs of ``cfg`` (default and custom hooks),
     for :meth:`BaseTask.enable_show_dir`."""
@@ -194,3 +189,16 @@ def visualization_hooks(cfg: Config) -> list:
              if isinstance(h, dict)]
     hooks += list(cfg.get('custom_hooks') or [])
     return [h for h in hooks if 'Visualization' in str(h.get('type'))]
+
+
+def default_visualization_hooks(cfg: Config, hook: str,
+                                visualizer: dict) -> list:
+    """:func:`visualization_hooks`; a config without any gets ``hook`` as
+    ``default_hooks.visualization`` (and ``visualizer`` if it has none)."""
+    hooks = visualization_hooks(cfg)
+    if hooks:
+        return hooks
+    cfg.setdefault('default_hooks', {})['visualization'] = dict(type=hook)
+    if not cfg.get('visualizer'):
+        cfg.visualizer = visualizer
+    return visualization_hooks(cfg)

@@ -21,7 +21,7 @@ from mmengine.config import Config
 
 from ...registry import TASKS
 from ...structures import DenseOutputs, dense_outputs
-from ..dense_inferencer import DenseInferencer
+from ..dense_inferencer import DenseInferencer, check_seg_dir
 from ..writers import TaskWriter, save_array, write_image
 from .base import BaseTask, visualization_hooks
 
@@ -115,10 +115,8 @@ class DenseTask(BaseTask):
         if seg_dir is not None and fg_seg is not None:
             raise ValueError('--seg-dir and --fg-seg both give the '
                              'foreground; use one of them.')
-        if seg_dir is not None and not osp.isdir(seg_dir):
-            raise NotADirectoryError(
-                f'--seg-dir {seg_dir!r} is not a folder; give the folder of '
-                'the masks (e.g. the output folder of tools/infer.py seg).')
+        if seg_dir is not None:
+            check_seg_dir(seg_dir)  # before the model is loaded
         post = {option: options[option]
                 for option, _, _ in self.postprocess_flags.values()
                 if options.get(option) is not None}

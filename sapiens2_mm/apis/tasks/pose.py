@@ -10,7 +10,7 @@ from mmengine.config import Config
 from ...registry import TASKS
 from ..pose_inferencer import BoxFile, DetectorBoxes, PoseInferencer, WholeImageBoxes
 from ..writers import TaskWriter, write_text
-from .base import BaseTask, visualization_hooks
+from .base import BaseTask, default_visualization_hooks
 
 POSE_MODEL_TYPES = ('mmpose.TopdownPoseEstimator', 'TopdownPoseEstimator')
 
@@ -191,15 +191,10 @@ class PoseTask(BaseTask):
 
     def enable_show_dir(self, cfg: Config, show_dir: str) -> str:
         """mmpose's PoseVisualizationHook, writing ``show_dir/<image>``."""
-        hooks = visualization_hooks(cfg)
-        if not hooks:
-            cfg.setdefault('default_hooks', {})['visualization'] = dict(
-                type='mmpose.PoseVisualizationHook')
-            if not cfg.get('visualizer'):
-                cfg.visualizer = dict(
-                    type='mmpose.PoseLocalVisualizer',
-                    vis_backends=[dict(type='LocalVisBackend')])
-            hooks = visualization_hooks(cfg)
+        hooks = default_visualization_hooks(
+            cfg, 'mmpose.PoseVisualizationHook',
+            dict(type='mmpose.PoseLocalVisualizer',
+                 vis_backends=[dict(type='LocalVisBackend')]))
         for hook in hooks:
             hook.update(interval=1, enable=True, out_dir=show_dir)
         return show_dir

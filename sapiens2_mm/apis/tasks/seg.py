@@ -8,7 +8,7 @@ from mmengine.config import Config
 from ...registry import TASKS
 from ..seg_inferencer import SegInferencer
 from ..writers import TaskWriter, save_array
-from .base import BaseTask, visualization_hooks
+from .base import BaseTask, default_visualization_hooks
 
 SEG_HEAD_TYPES = ('SegHead', )
 # Any mmseg encoder-decoder is a segmentation model (e.g. with mmseg.FCNHead).
@@ -121,15 +121,10 @@ class SegTask(BaseTask):
         """mmseg's SegVisualizationHook; its LocalVisBackend writes the
         images to ``show_dir/vis_data/vis_image`` (returned)."""
         import os.path as osp
-        hooks = visualization_hooks(cfg)
-        if not hooks:
-            cfg.setdefault('default_hooks', {})['visualization'] = dict(
-                type='mmseg.SegVisualizationHook')
-            if not cfg.get('visualizer'):
-                cfg.visualizer = dict(
-                    type='mmseg.SegLocalVisualizer', alpha=0.5,
-                    vis_backends=[dict(type='LocalVisBackend')])
-            hooks = visualization_hooks(cfg)
+        hooks = default_visualization_hooks(
+            cfg, 'mmseg.SegVisualizationHook',
+            dict(type='mmseg.SegLocalVisualizer', alpha=0.5,
+                 vis_backends=[dict(type='LocalVisBackend')]))
         for hook in hooks:
             hook.update(interval=1, draw=True)
         if cfg.get('visualizer') is not None:
