@@ -97,11 +97,6 @@ class DenseOutputs:
     fields: Tuple[DenseField, ...]
     label: str = ''
 
-    @property
-    def drawn(self) -> Optional[DenseField]:
-        """The map the drawings show, or None (nothing to draw)."""
-        return next((f for f in self.fields if f.coloring is not None), None)
-
 
 _TASKS: Dict[str, DenseOutputs] = {}
 

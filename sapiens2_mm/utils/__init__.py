@@ -8,7 +8,6 @@ from .checkpoint import (
 )
 from .mmcv_ext_fallback import (
                          MissingCompiledOpError,
-                         compiled_mmcv_available,
                          install_mmcv_ext_fallback,
                          require_mmcv,
 )
@@ -25,7 +24,7 @@ from .setup_env import register_all_modules
 __all__ = [
     'CheckpointMismatchError', 'check_state_dict', 'load_state_dict_checked',
     'read_checkpoint', 'select_prefix', 'MissingCompiledOpError',
-    'compiled_mmcv_available', 'install_mmcv_ext_fallback', 'OfficialLayout',
+    'install_mmcv_ext_fallback', 'OfficialLayout',
     'official_tasks', 'detect_task', 'official_to_package', 'package_to_official',
     'allow_mmengine_checkpoint_globals', 'register_all_modules', 'require_mmcv'
 ]

@@ -11,13 +11,7 @@ from typing import Iterable, Mapping, Optional
 import torch
 
 from ..version import __version__
-from .atomic_file import (
-    atomic_open,
-    atomic_output,
-    discard,
-    finish_file,
-    temporary_path,
-)
+from .atomic_file import atomic_output, discard, finish_file, temporary_path
 from .checkpoint import read_checkpoint
 from .official_keys import detect_task, official_to_package, package_to_official
 from .output_paths import OutputPathError, check_output_file, same_file
@@ -121,7 +115,7 @@ def official_to_mmengine(src: str, dst: str, task: Optional[str] = None,
     state = official_to_package(state, task)
     meta = dict(sapiens2_mm_version=__version__, task=task,
                 converted_from=osp.basename(src))
-    with atomic_open(dst) as f:
+    with atomic_output(dst) as tmp, open(tmp, 'wb') as f:
         # to a file object: the zip's root folder is then 'archive', not the
         # temporary name (same bytes for the same weights)
         torch.save(dict(meta=meta, state_dict=state), f)

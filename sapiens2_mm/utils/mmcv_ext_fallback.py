@@ -108,18 +108,6 @@ class _ExtStandIn(types.ModuleType):
         return op
 
 
-def compiled_mmcv_available() -> bool:
-    """Whether the real compiled ``mmcv._ext`` imports."""
-    existing = sys.modules.get(_MODULE_NAME)
-    if isinstance(existing, _ExtStandIn):
-        return False
-    try:
-        importlib.import_module(_MODULE_NAME)
-    except ImportError:
-        return False
-    return True
-
-
 def mmcv_installed() -> bool:
     """Whether any mmcv (full or lite) is importable."""
     return importlib.util.find_spec('mmcv') is not None

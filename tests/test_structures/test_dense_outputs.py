@@ -23,7 +23,8 @@ def test_the_shipped_tasks_declare_their_maps():
                                      'gt_albedo', 'gt_mask')
     assert [f.name for f in dense_outputs('pointmap').fields] == [
         'pointmap', 'depth']
-    assert dense_outputs('pointmap').drawn.name == 'depth'
+    assert [f.name for f in dense_outputs('pointmap').fields
+            if f.coloring is not None] == ['depth']
     assert dense_field('pred_normal').flip == 'negate_x'
     assert dense_field('gt_albedo').resize == 'bilinear'
     assert dense_field('depth').channels == 1

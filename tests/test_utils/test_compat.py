@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from sapiens2_mm.utils import MissingCompiledOpError, compiled_mmcv_available
+from sapiens2_mm.utils import MissingCompiledOpError, install_mmcv_ext_fallback
 
-needs_lite = pytest.mark.skipif(compiled_mmcv_available(),
+needs_lite = pytest.mark.skipif(not install_mmcv_ext_fallback(),
                                 reason='full mmcv installed: nothing is patched')
 
 

@@ -1,5 +1,5 @@
 """Layer-wise learning-rate decay of the official Sapiens2 fine-tuning recipe."""
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from mmengine.optim import DefaultOptimWrapperConstructor
 from torch import nn
@@ -29,19 +29,26 @@ def sapiens2_layer_id(name: str, num_layers: int) -> int:
         0 for the stem (tokens, patch embed, tokenizer), i + 1 for block i, and
         L + 1 for everything else (final norm, neck, heads).
     """
-    local = name[len('backbone.'):] if name.startswith('backbone.') else name
+    local = name.removeprefix('backbone.')
     if local in STEM_NAMES or local.startswith(STEM_MODULES):
         return 0
+    index = _block_index(local)
+    if index is None:
+        return num_layers + 1
+    if int(index) >= num_layers:
+        raise ValueError(
+            f'Parameter {name} belongs to block {index} but '
+            f'paramwise_cfg.num_layers={num_layers}; set num_layers to '
+            "the backbone's block count.")
+    return int(index) + 1
+
+
+def _block_index(local: str) -> Optional[str]:
+    """``<i>`` of a backbone-local name ``blocks.<i>.*`` / ``layers.<i>.*``."""
     for prefix in BLOCK_PREFIXES:
         if local.startswith(prefix):
-            index = int(local[len(prefix):].split('.', 1)[0])
-            if index >= num_layers:
-                raise ValueError(
-                    f'Parameter {name} belongs to block {index} but '
-                    f'paramwise_cfg.num_layers={num_layers}; set num_layers to '
-                    "the backbone's block count.")
-            return index + 1
-    return num_layers + 1
+            return local[len(prefix):].split('.', 1)[0]
+    return None
 
 
 def count_blocks(module: nn.Module) -> int:
@@ -54,16 +61,10 @@ def count_blocks(module: nn.Module) -> int:
     Returns:
         1 + the highest block index, or 0 when the module has no blocks.
     """
-    highest = -1
-    for name, _ in module.named_parameters():
-        name = plain_name(name)
-        local = name[len('backbone.'):] if name.startswith('backbone.') else name
-        for prefix in BLOCK_PREFIXES:
-            if local.startswith(prefix):
-                index = local[len(prefix):].split('.', 1)[0]
-                if index.isdigit():
-                    highest = max(highest, int(index))
-    return highest + 1
+    indices = [_block_index(plain_name(name).removeprefix('backbone.'))
+               for name, _ in module.named_parameters()]
+    return 1 + max((int(i) for i in indices if i is not None and i.isdigit()),
+                   default=-1)
 
 
 # Learned tokens are exempt from decay in the official recipe although they are
