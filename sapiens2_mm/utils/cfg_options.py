@@ -220,9 +220,8 @@ def _variable_problems(plain: Mapping, options: Mapping) -> Dict[str, str]:
                 'dict(**var, ...), when the config was read), so overriding '
                 'it changes nothing. Override the keys that use it.')
             continue
-        hint = {'max_iters': 'train_cfg.max_iters (the scheduler ends '
-                'follow)', 'max_epochs': 'train_cfg.max_epochs (the '
-                'scheduler ends follow)'}.get(top)
+        hint = (f'train_cfg.{top} (the scheduler ends follow)'
+                if top in ('max_iters', 'max_epochs') else None)
         keys = ['.'.join([c, *rest]) for c in copies]
         shown = ', '.join(keys[:8]) + (', ...' if len(keys) > 8 else '')
         problems[str(key)] = (

@@ -8,6 +8,7 @@ import sys
 import torch.distributed as torch_dist
 from mmengine.config import Config
 from mmengine.device import get_device
+from mmengine.dist import is_distributed
 
 from ...registry import RUNNERS
 from .quiet_runner import Sapiens2FlexibleRunner, Sapiens2Runner
@@ -58,7 +59,7 @@ def prepare_cpu_distributed(cfg: Config) -> None:
 def wait_for_all_ranks() -> None:
     """Barrier after a finished run, so that no rank tears its connections
     down while another is still in a collective (gloo aborts then)."""
-    if torch_dist.is_available() and torch_dist.is_initialized():
+    if is_distributed():
         torch_dist.barrier()
 
 
@@ -68,7 +69,7 @@ def cleanup_distributed() -> None:
     mmengine leaves it alive; with gloo the process can then abort at
     interpreter shutdown ("terminate called without an active exception").
     """
-    if torch_dist.is_available() and torch_dist.is_initialized():
+    if is_distributed():
         torch_dist.destroy_process_group()
 
 
