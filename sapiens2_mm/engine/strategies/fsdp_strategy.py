@@ -45,11 +45,10 @@ BASE_PARAM_SETTINGS = 'base_param_settings'
 
 def fsdp_device_id() -> Union[int, torch.device]:
     """FSDP ``device_id``: the LOCAL_RANK GPU, or the CPU without CUDA."""
-    if get_device() == 'cuda':
-        return int(os.environ.get('LOCAL_RANK', 0))
-    if get_device() != 'cpu':  # NPU / MLU / MUSA: mmengine's own rule
-        return int(os.environ.get('LOCAL_RANK', 0))
-    return torch.device('cpu')
+    if get_device() == 'cpu':
+        return torch.device('cpu')
+    # CUDA, and mmengine's own rule for NPU / MLU / MUSA
+    return int(os.environ.get('LOCAL_RANK', 0))
 
 
 def global_norm_clipper(model: FSDP) -> Callable:
