@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
 from ..runtime.devices import check_device
-from .inputs import FrameReader
+from .inputs import Frame, FrameReader
 from .runner import default_workers, render_frames
 from .tasks import get_task
 from .writers import FrameSink, OutputLayout
@@ -319,15 +319,14 @@ def run_inference(task: str, config: str, inputs, output: str,
     sink = FrameSink(layout)
     meta = model.dataset_meta
     bar = _progress(reader.num_frames())
-    current_video: Optional[str] = None
-    current_source = ''
+    last: Optional[Frame] = None  # the frame before, for its video's end
 
     def fail(name: str, reason: str) -> None:
         summary.failed.append((name, reason))
 
-    def finish_video(name: str, source: str) -> None:
-        sink.finish_video(name)
-        index.add_video_done(name, source)
+    def finish_video(frame: Frame) -> None:
+        sink.finish_video(frame.video_name)
+        index.add_video_done(frame.video_name, frame.video)
 
     try:
         # Overlapped by default (decoding, crops, heatmap decoding, drawing
@@ -344,11 +343,10 @@ def run_inference(task: str, config: str, inputs, output: str,
             for item in rendered:
                 frame, result = item.frame, item.result
                 bar.update()
-                if frame.video_name != current_video:
-                    if current_video is not None:
-                        finish_video(current_video, current_source)
-                    current_video = frame.video_name
-                    current_source = frame.video
+                if last is not None and last.video_name not in (
+                        None, frame.video_name):
+                    finish_video(last)
+                last = frame
                 if item.error is not None:
                     fail(frame.name, item.error)
                     continue
@@ -367,8 +365,8 @@ def run_inference(task: str, config: str, inputs, output: str,
                     record['warning'] = frame.warning
                 index.add(record)
                 summary.processed += 1
-        if current_video is not None:
-            finish_video(current_video, current_source)
+        if last is not None and last.video_name is not None:
+            finish_video(last)
     except KeyboardInterrupt:
         summary.interrupted = True
     finally:

@@ -126,17 +126,12 @@ class DenseTask(BaseTask):
     def index_options(self, **given) -> dict:
         """Non-default post-processing, mask and output options, so that one
         output folder never mixes two settings."""
-        options = {}
-        for option, choices, _ in self.postprocess_flags.values():
-            value = given.get(option, choices[0])
-            if value != choices[0]:
-                options[option] = value
-        for key, default in (('array_dtype', 'float32'),
-                             ('background', 'color'),
-                             ('vis_rounding', 'truncate')):
-            value = given.get(key, default)
-            if value != default:
-                options[key] = value
+        defaults = [(option, choices[0])
+                    for option, choices, _ in self.postprocess_flags.values()]
+        defaults += [('array_dtype', 'float32'), ('background', 'color'),
+                     ('vis_rounding', 'truncate')]
+        options = {key: given[key] for key, default in defaults
+                   if given.get(key, default) != default}
         if given.get('seg_dir'):
             options['seg_dir'] = osp.abspath(given['seg_dir'])
         if given.get('fg_seg'):
