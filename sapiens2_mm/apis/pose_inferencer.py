@@ -13,8 +13,11 @@ the input folder, e.g. ``a.jpg`` or ``cam1/0001.jpg``, or
      "empty.jpg": []}
 
 The keypoint JSON written by ``tools/infer.py`` (``frames[].instances[].bbox``)
-is accepted as well, so its boxes can be reused. A frame that is not listed
-gets the whole-image box; an empty list means "nobody in this frame".
+is accepted as well, so its boxes can be reused, and so is a COCO annotation
+file (``images`` + ``annotations``): the ``[x, y, w, h]`` boxes of its
+non-crowd person annotations, keyed by ``file_name``, which is how mmpose
+evaluates with ground-truth boxes. A frame that is not listed gets the
+whole-image box; an empty list means "nobody in this frame".
 
 Boxes must be finite numbers (NaN / inf are refused when the file is read).
 Given boxes with a score at or below ``bbox_thr`` are dropped (as detector
@@ -79,6 +82,28 @@ def _parse_box(row, where: str) -> list:
     return list(row[:4]) + [row[4] if len(row) == 5 else 1.0]
 
 
+def coco_person_boxes(coco: dict) -> Dict[str, list]:
+    """``file_name -> [[x1, y1, x2, y2], ...]`` of a COCO annotation dict:
+    every image listed (an image without people gets ``[]``), the boxes of
+    its non-crowd annotations of the category named ``person`` (of every
+    annotation when the file declares no categories)."""
+    person = {c['id'] for c in coco.get('categories', [])
+              if c.get('name') == 'person'}
+    names = {im['id']: im['file_name'] for im in coco.get('images', [])}
+    boxes: Dict[str, list] = {name: [] for name in names.values()}
+    for ann in coco['annotations']:
+        if ann.get('iscrowd') or (person and ann.get('category_id')
+                                  not in person):
+            continue
+        if ann['image_id'] not in names:
+            raise ValueError(
+                f'COCO annotation {ann.get("id")!r} refers to image_id '
+                f'{ann["image_id"]!r}, which "images" does not list.')
+        x, y, w, h = ann['bbox']
+        boxes[names[ann['image_id']]].append([x, y, x + w, y + h])
+    return boxes
+
+
 class BoxFile:
     """Person boxes read from a JSON file (schema in the module docstring).
 
@@ -110,6 +135,8 @@ class BoxFile:
                 fr['image_name']: [ins['bbox'] for ins in fr['instances']]
                 for fr in data['frames']
             }
+        elif isinstance(data, dict) and 'annotations' in data:
+            data = coco_person_boxes(data)
         if not isinstance(data, dict):
             raise ValueError(
                 f'Bbox file {path!r}: expected a JSON object mapping image '

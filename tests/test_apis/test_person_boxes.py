@@ -46,3 +46,32 @@ def test_whole_image_box_is_the_official_one():
     # the official demo: [0, 0, w - 1, h - 1]
     np.testing.assert_array_equal(WholeImageBoxes()(_frame(h=10, w=20)),
                                   [[0, 0, 19, 9, 1]])
+
+
+def test_coco_annotation_file_gives_the_person_boxes(tmp_path):
+    """A COCO annotation file is a bbox file: xywh -> xyxy per file_name,
+    crowd and non-person annotations left out, a listed image without
+    people gets no box (not the whole image); an annotation of an unlisted
+    image is refused by name."""
+    coco = {'images': [{'id': 7, 'file_name': 'a.jpg'},
+                       {'id': 8, 'file_name': 'empty.jpg'}],
+            'categories': [{'id': 1, 'name': 'person'},
+                           {'id': 2, 'name': 'dog'}],
+            'annotations': [
+                {'id': 1, 'image_id': 7, 'category_id': 1,
+                 'bbox': [10, 20, 30, 40], 'iscrowd': 0},
+                {'id': 2, 'image_id': 7, 'category_id': 1,
+                 'bbox': [0, 0, 100, 90], 'iscrowd': 1},
+                {'id': 3, 'image_id': 7, 'category_id': 2,
+                 'bbox': [5, 5, 10, 10], 'iscrowd': 0}]}
+    path = tmp_path / 'coco.json'
+    path.write_text(json.dumps(coco))
+    boxes = BoxFile(str(path))
+    np.testing.assert_array_equal(boxes(_frame('a.jpg')),
+                                  [[10, 20, 40, 60, 1]])
+    assert boxes(_frame('empty.jpg')).shape == (0, 5)
+    coco['annotations'].append({'id': 9, 'image_id': 99, 'category_id': 1,
+                                'bbox': [0, 0, 1, 1]})
+    path.write_text(json.dumps(coco))
+    with pytest.raises(ValueError, match="annotation 9 refers to image_id 99"):
+        BoxFile(str(path))

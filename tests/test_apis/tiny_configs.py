@@ -26,12 +26,6 @@ def tiny_config(task: str) -> str:
 def coco_sample_boxes() -> dict:
     """File name -> ``[[x1, y1, x2, y2], ...]`` of every annotated person of
     tests/data/coco_sample (a ``BoxFile`` JSON)."""
+    from sapiens2_mm.apis.pose_inferencer import coco_person_boxes
     with open(osp.join(DATA_DIR, 'coco_sample', 'test_coco.json')) as f:
-        coco = json.load(f)
-    names = {im['id']: im['file_name'] for im in coco['images']}
-    boxes = {}
-    for ann in coco['annotations']:
-        x, y, w, h = ann['bbox']
-        boxes.setdefault(names[ann['image_id']], []).append(
-            [x, y, x + w, y + h])
-    return boxes
+        return coco_person_boxes(json.load(f))

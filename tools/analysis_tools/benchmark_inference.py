@@ -134,21 +134,6 @@ def _override(cfg, arch, input_size) -> None:
                 step['height'], step['width'] = h, w
 
 
-def _coco_boxes(path: str) -> str:
-    with open(path) as f:
-        coco = json.load(f)
-    names = {im['id']: im['file_name'] for im in coco['images']}
-    boxes = {}
-    for ann in coco['annotations']:
-        x, y, w, h = ann['bbox']
-        boxes.setdefault(names[ann['image_id']], []).append(
-            [x, y, x + w, y + h])
-    out = tempfile.NamedTemporaryFile('w', suffix='.json', delete=False)
-    json.dump(boxes, out)
-    out.close()
-    return out.name
-
-
 # -- measurements ------------------------------------------------------------
 def _sync(device: str) -> None:
     if device.startswith('cuda'):
@@ -230,8 +215,8 @@ class Bench:
         kwargs = dict(batch_size=args.batch_size)
         if self.model.task == 'pose':
             boxes = args.boxes
-            if boxes == 'coco':
-                boxes = _coco_boxes('tests/data/coco_sample/test_coco.json')
+            if boxes == 'coco':  # a COCO annotation file is a bbox file
+                boxes = 'tests/data/coco_sample/test_coco.json'
             if boxes != 'image':
                 kwargs['boxes'] = BoxFile(boxes)
         self.inferencer = self.task.build_inferencer(self.model, **kwargs)
