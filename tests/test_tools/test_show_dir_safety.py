@@ -42,10 +42,10 @@ def dense_copy(tmp_path):
     return data
 
 
+@pytest.mark.usefixtures('one_torch_thread')  # restored after (conftest)
 def test_show_dir_in_the_image_folder_is_refused_and_photos_kept(
         tmp_path, dense_copy, capsys):
     """The reported case, end to end: the photos are byte-identical after."""
-    torch.set_num_threads(1)
     rgb = dense_copy / 'rgb'
     before = _digests(rgb)
     ckpt = _checkpoint('normal', tmp_path / 'init.pth')

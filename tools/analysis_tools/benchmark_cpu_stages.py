@@ -34,9 +34,10 @@ import numpy as np
 sys.path.insert(0, osp.join(osp.dirname(osp.abspath(__file__)), '..', '..'))
 sys.path.insert(0, osp.dirname(osp.abspath(__file__)))
 
-from benchmark_inference import _coco_boxes, _override  # noqa: E402
+from benchmark_inference import _override  # noqa: E402
 
 from sapiens2_mm.apis import BoxFile, FrameReader, init_model  # noqa: E402
+from sapiens2_mm.apis.pose_inferencer import coco_person_boxes  # noqa: E402
 from sapiens2_mm.apis.results import PoseResult, SegResult  # noqa: E402
 from sapiens2_mm.apis.runner import ordered_map, render_frames  # noqa: E402
 from sapiens2_mm.apis.tasks import get_task  # noqa: E402
@@ -81,10 +82,8 @@ def make_photos(src: str, out: str, size, copies: int) -> dict:
 def scaled_boxes(src: str, names: dict, size) -> str:
     """A temporary bbox file: the COCO boxes of ``src`` for the renamed
     (and resized) photos."""
-    coco_boxes = _coco_boxes(osp.join(src, 'test_coco.json'))
-    with open(coco_boxes) as f:
-        boxes = json.load(f)
-    os.remove(coco_boxes)
+    with open(osp.join(src, 'test_coco.json')) as f:
+        boxes = coco_person_boxes(json.load(f))
     out = {}
     for old, new_names in names.items():
         rows = boxes.get(old, [])

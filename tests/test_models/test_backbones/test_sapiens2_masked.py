@@ -12,6 +12,9 @@ from sapiens2_mm.models.layers import (
 )
 from sapiens2_mm.registry import MODELS
 
+# the thread count the official vectors reproduce at (conftest)
+pytestmark = pytest.mark.usefixtures('official_vector_threads')
+
 TOLERANCE = 1e-5
 TINY = dict(embed_dims=32, num_layers=2, num_heads=4, feedforward_channels=64,
             num_tokenizer_layers=1)

@@ -6,6 +6,9 @@ from safetensors.torch import load_file
 
 from sapiens2_mm.registry import MODELS
 
+# the thread count the official vectors reproduce at (conftest)
+pytestmark = pytest.mark.usefixtures('official_vector_threads')
+
 TOLERANCE = 1e-5
 
 

@@ -4,7 +4,6 @@ The full overfit (AP ~1 after 300 iterations) is
 projects/pose_overfit/overfit_coco_sample.py, documented in docs/pose.md.
 """
 import pytest
-import torch
 from mmengine.config import Config
 from mmengine.hooks import Hook
 from mmengine.runner import Runner
@@ -13,9 +12,9 @@ CONFIG = 'configs/pose/sapiens2-tiny_1xb12-300_cocosample-128x96.py'
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures('one_torch_thread')  # restored after (conftest)
 def test_tiny_pose_learns_on_coco_sample(repo_path, tmp_path, monkeypatch):
     monkeypatch.chdir(repo_path())
-    torch.set_num_threads(1)
     cfg = Config.fromfile(CONFIG)
     cfg.work_dir = str(tmp_path)
     iters = 80
