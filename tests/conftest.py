@@ -1,5 +1,6 @@
 """Shared fixtures: paths to bundled data and a registered default scope."""
 import os.path as osp
+from contextlib import contextmanager
 
 import pytest
 
@@ -21,16 +22,26 @@ def _registered_scope():
     register_all_modules()
 
 
+@contextmanager
+def torch_threads(count: int):
+    """torch runs with ``count`` threads inside the block, the earlier count
+    restored after (a test must not leave its worker changed)."""
+    import torch
+    threads = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 @pytest.fixture
 def one_torch_thread():
     """Run the test with one torch thread (restored after): tiny models run
     several times faster than with threads fighting other processes for a
     shared CPU. Use as ``pytestmark = pytest.mark.usefixtures(...)``."""
-    import torch
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+    with torch_threads(1):
+        yield
 
 
 @pytest.fixture
@@ -42,11 +53,8 @@ def official_vector_threads():
     and the 4K tokenizer amplifies it: 2.35e-5 at 1 thread, 8.3e-7 at 3,
     2.9e-6 at 4 (1K: 0.0 at 1-4). A test that left the worker at 1 thread
     failed the 4K parity test in a full run, depending on test order."""
-    import torch
-    threads = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(threads)
+    with torch_threads(2):
+        yield
 
 
 @pytest.fixture

@@ -29,13 +29,8 @@ TINY_4K = {
 }
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models: one thread beats two fighting for a shared CPU."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+# tiny models: one thread beats two fighting for a shared CPU (conftest)
+pytestmark = pytest.mark.usefixtures('one_torch_thread')
 
 
 @pytest.mark.parametrize('task', sorted(TINY_4K))
