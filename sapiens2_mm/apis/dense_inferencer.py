@@ -94,6 +94,20 @@ def check_seg_dir(seg_dir: str) -> str:
     return seg_dir
 
 
+def check_foreground_options(seg_dir: Optional[str], fg_seg) -> None:
+    """At most one mask source, and ``seg_dir`` a folder (checked by the
+    CLI before the model loads, and by :func:`foreground_source`).
+
+    Raises:
+        ValueError: both given. NotADirectoryError: see :func:`check_seg_dir`.
+    """
+    if seg_dir is not None and fg_seg is not None:
+        raise ValueError('--seg-dir and --fg-seg (seg_dir / fg_seg) both '
+                         'give the foreground; use one of them.')
+    if seg_dir is not None:
+        check_seg_dir(seg_dir)
+
+
 class SegDirMasks:
     """Masks from a folder (``--seg-dir``); see the module docstring.
 
@@ -189,9 +203,7 @@ def foreground_source(seg_dir: Optional[str] = None, fg_seg=None,
     ``fg_seg``: a seg model (from :func:`init_model`), a ``SegInferencer``,
     or a ``(config, checkpoint)`` pair.
     """
-    if seg_dir is not None and fg_seg is not None:
-        raise ValueError('Give seg_dir (masks from a folder) or fg_seg (masks '
-                         'from a seg model), not both.')
+    check_foreground_options(seg_dir, fg_seg)
     if seg_dir is not None:
         return SegDirMasks(seg_dir)
     if fg_seg is None:

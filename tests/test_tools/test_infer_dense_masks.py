@@ -206,6 +206,9 @@ def test_python_api_masks(photos):
     np.testing.assert_array_equal(plain.normal, result.normal)
     with pytest.raises(NotADirectoryError, match='--seg-dir'):
         build_inferencer(model, seg_dir=str(inputs / 'nothing'))
+    # the same check as the CLI's: one mask source at most
+    with pytest.raises(ValueError, match='--seg-dir and --fg-seg'):
+        build_inferencer(model, seg_dir=str(seg), fg_seg=model)
 
 
 def test_float16_arrays(photos, tmp_path):

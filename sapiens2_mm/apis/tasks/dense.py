@@ -21,7 +21,7 @@ from mmengine.config import Config
 
 from ...registry import TASKS
 from ...structures import DenseOutputs, dense_outputs
-from ..dense_inferencer import DenseInferencer, check_seg_dir
+from ..dense_inferencer import DenseInferencer, check_foreground_options
 from ..writers import TaskWriter, save_array, write_image
 from .base import BaseTask, visualization_hooks
 
@@ -112,11 +112,7 @@ class DenseTask(BaseTask):
         Raises:
             ValueError: ``--seg-dir`` and ``--fg-seg`` together.
         """
-        if seg_dir is not None and fg_seg is not None:
-            raise ValueError('--seg-dir and --fg-seg both give the '
-                             'foreground; use one of them.')
-        if seg_dir is not None:
-            check_seg_dir(seg_dir)  # before the model is loaded
+        check_foreground_options(seg_dir, fg_seg)  # before the model loads
         post = {option: options[option]
                 for option, _, _ in self.postprocess_flags.values()
                 if options.get(option) is not None}
