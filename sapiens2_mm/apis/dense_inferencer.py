@@ -308,8 +308,7 @@ class DenseInferencer(BaseInferencer):
         for field in dense_outputs(self.task).fields:
             value = _hwc(sample, field.pred)
             if value is not None:
-                maps[field.name] = value[..., 0] if field.channels == 1 \
-                    else value
+                maps[field.name] = field.as_map(value)
         scale = sample.metainfo.get('pred_scale')
         focal = sample.metainfo.get('pred_focal_length')
         source = getattr(self.foreground, 'source', None)

@@ -83,6 +83,13 @@ class DenseField:
         """The file suffix before the extension: ``<stem>_<name>``."""
         return f'_{self.name}'
 
+    def as_map(self, value):
+        """A channels-last array of this map as the results and files hold
+        it: (H, W) for a one-channel map, (H, W, C) otherwise."""
+        if self.channels == 1 and value.ndim == 3:
+            return value[..., 0]
+        return value
+
 
 @dataclass(frozen=True)
 class DenseOutputs:

@@ -281,13 +281,6 @@ def coloring_of(field: DenseField) -> Coloring:
     return coloring
 
 
-def _channel_map(field: DenseField, value: np.ndarray) -> np.ndarray:
-    """A one-channel map as (H, W), others unchanged."""
-    if field.channels == 1 and value.ndim == 3:
-        return value[..., 0]
-    return value
-
-
 def color_dense_field(name: str, value: np.ndarray, image: np.ndarray,
                       foreground: Optional[np.ndarray] = None,
                       background: str = 'color',
@@ -306,7 +299,7 @@ def color_dense_field(name: str, value: np.ndarray, image: np.ndarray,
     if field is None:
         raise ValueError(f'No coloring for {name!r}.')
     coloring = coloring_of(field)
-    value = _channel_map(field, value)
+    value = field.as_map(value)
     if bounds is None:
         bounds = coloring.bounds(value, foreground)
     drawing = coloring.colors(value, rounding, bounds)
@@ -364,14 +357,14 @@ def draw_dense_prediction(image: np.ndarray, fields: dict,
             f'No dense prediction to draw; got fields {sorted(fields)}, '
             f'expected one of {expected}.')
     gt = gt_fields.get(field.gt)
-    gt = None if gt is None else _channel_map(field, gt)
+    gt = None if gt is None else field.as_map(gt)
 
     def color(value, bounds):
         return color_dense_field(field.pred, value, image, foreground,
                                  background, rounding, bounds)
 
     pred, gt = coloring_of(field).panels(
-        color, _channel_map(field, fields[field.pred]), gt, gt_mask,
+        color, field.as_map(fields[field.pred]), gt, gt_mask,
         foreground, rounding)
     if gt is None:
         return side_by_side(image, pred)
