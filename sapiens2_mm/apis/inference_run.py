@@ -192,6 +192,16 @@ class InferenceIndex:
                 'folder (or the earlier inputs, unchanged, to continue that '
                 'run).')
 
+    def listed_outputs(self) -> Dict[str, str]:
+        """Output path (relative to the folder) -> the frame or video name
+        whose finished line lists it."""
+        listed = {}
+        for name, record in list(self.done.items()) + list(
+                self.video_records.items()):
+            for path in record.get('outputs') or ():
+                listed[path] = name
+        return listed
+
     def records(self) -> List[dict]:
         """Finished frames, in the order they were first finished."""
         return list(self.done.values())
@@ -300,6 +310,8 @@ def run_inference(task: str, config: str, inputs, output: str,
     index = InferenceIndex(layout.out_dir, header)
     try:
         index.check_sources(*reader.sources())
+        # a later input never takes the name of an earlier one's output
+        layout.keep_listed(index.listed_outputs())
         reader.done = set(index.done)
         reader.done_videos = set(index.video_records)
         model = init_model(config, checkpoint, device,

@@ -1,0 +1,83 @@
+"""tools/infer.py and run_inference never lose or mix earlier work (issue
+29): a later input never replaces another input's listed outputs, masks are
+read by a stated convention, arrays of two API calls keep apart, bad bbox
+file entries are named, a full disk stops the run, settings of a resumed
+run are checked."""
+import json
+import os.path as osp
+import sys
+
+import cv2
+import pytest
+
+from tests.conftest import DATA_DIR, REPO_DIR
+from tests.test_apis.tiny_configs import tiny_config
+
+sys.path.insert(0, osp.join(REPO_DIR, 'tools'))
+import infer  # noqa: E402
+
+DENSE = osp.join(DATA_DIR, 'dense_sample', 'rgb')
+COCO = osp.join(DATA_DIR, 'coco_sample')
+
+# tiny models: one thread avoids oversubscribing a shared CPU
+pytestmark = pytest.mark.usefixtures('one_torch_thread')
+
+
+def _photo(path, index=0, size=(64, 48)):
+    img = cv2.imread(osp.join(DENSE, f'scene_0000{index}.png'))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    assert cv2.imwrite(str(path), cv2.resize(img, size))
+    return path
+
+
+def _infer(task, inputs, out, *extra):
+    return infer.main([task, tiny_config(task), '--input',
+                       *[str(i) for i in inputs], '--output', str(out),
+                       '--serial', *extra])
+
+
+def _records(out):
+    with open(out / 'inference_index.jsonl') as f:
+        lines = [json.loads(line) for line in f if line.strip()]
+    return lines[0], [r for r in lines[1:] if 'name' in r]
+
+
+# -- item 1: a later input never replaces another input's listed outputs --
+
+def test_later_photo_never_replaces_an_earlier_photos_map(tmp_path, capsys):
+    """``x.jpg`` gives ``out/x_normal.png``; a photo ``x_normal.png`` added
+    later was drawn as ``out/x_normal.png`` over x.jpg's map (rc 0, no
+    message). It is refused (failed, listed) and x.jpg's map is kept."""
+    folder, out = tmp_path / 'in', tmp_path / 'out'
+    _photo(folder / 'x.jpg', 0, (64, 48))
+    assert _infer('normal', [folder], out) == 0
+    kept = (out / 'x_normal.png').read_bytes()
+    _photo(folder / 'x_normal.png', 1, (40, 30))
+    capsys.readouterr()
+    _infer('normal', [folder], out)
+    log = capsys.readouterr().out
+    assert (out / 'x_normal.png').read_bytes() == kept
+    assert cv2.imread(str(out / 'x_normal.png')).shape[:2] == (48, 64)
+    assert 'failed 1 frame(s)' in log
+    assert "'x.jpg'" in log and 'x_normal.png' in log
+    _, records = _records(out)
+    owners = {o: r['name'] for r in records for o in r['outputs']}
+    assert owners['x_normal.png'] == 'x.jpg'
+    assert 'x_normal.png' not in [r['name'] for r in records]
+
+
+def test_later_photo_never_writes_a_map_over_an_earlier_drawing(tmp_path,
+                                                               capsys):
+    """The other way round: the drawing ``out/y_normal.png`` of the photo
+    ``y_normal.png`` is kept when a photo ``y.jpg`` (map ``y_normal.png``)
+    comes later."""
+    folder, out = tmp_path / 'in', tmp_path / 'out'
+    _photo(folder / 'y_normal.png', 0, (64, 48))
+    assert _infer('normal', [folder], out) == 0
+    kept = (out / 'y_normal.png').read_bytes()
+    _photo(folder / 'y.jpg', 1, (40, 30))
+    capsys.readouterr()
+    _infer('normal', [folder], out)
+    log = capsys.readouterr().out
+    assert (out / 'y_normal.png').read_bytes() == kept
+    assert 'failed 1 frame(s)' in log and "'y_normal.png'" in log
