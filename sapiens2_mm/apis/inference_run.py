@@ -310,6 +310,7 @@ def run_inference(task: str, config: str, inputs, output: str,
     index = InferenceIndex(layout.out_dir, header)
     try:
         index.check_sources(*reader.sources())
+        reader.number_arrays_after(index.done)
         # a later input never takes the name of an earlier one's output
         layout.keep_listed(index.listed_outputs())
         reader.done = set(index.done)

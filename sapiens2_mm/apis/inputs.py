@@ -9,7 +9,9 @@ Every frame has a ``name`` that identifies it in outputs, bbox files and the
 predictions JSON: its path relative to the deepest folder that holds all
 inputs, with ``/`` separators. One folder ``photos/`` gives ``a.jpg``;
 ``cam1/ cam2/`` give ``cam1/0001.jpg`` and ``cam2/0001.jpg``. Video frames are
-``<folder>/<video stem>_<index:06d>.jpg``, arrays ``array_<i:06d>.png``.
+``<folder>/<video stem>_<index:06d>.jpg``, arrays ``array_<i:06d>.png``
+(numbered on after the arrays an earlier run into the same output folder
+finished: :meth:`FrameReader.number_arrays_after`).
 
 Names and stems (the base of each frame's output files) are unique among
 all frames of a run: a photo ``clip_000000.jpg`` next to ``clip.mp4`` keeps
@@ -25,6 +27,7 @@ from functools import partial
 from typing import (
     Callable,
     Dict,
+    Iterable,
     Iterator,
     List,
     Optional,
@@ -37,6 +40,8 @@ from typing import (
 import cv2
 import numpy as np
 
+#: The name of an input array (``array_<i:06d>.png``), group 1 its number.
+ARRAY_NAME = re.compile(r'array_(\d{6,})\.png')
 IMAGE_EXTS = ('.jpg', '.jpeg', '.png', '.bmp', '.tif', '.tiff', '.webp')
 VIDEO_EXTS = ('.mp4', '.avi', '.mov', '.mkv', '.webm', '.m4v')
 InputType = Union[str, os.PathLike, np.ndarray]
@@ -265,13 +270,25 @@ class FrameReader:
             if isinstance(item, np.ndarray):
                 self.items[i] = _as_bgr(item, f'input array {i}')
         self.base_dir = osp.commonpath(bases) if bases else ''
+        self.first_array = 0
         self._assign_names()
         self.done: Set[str] = set()
         self.done_videos: Set[str] = set()
         self.num_done = 0
 
+    def number_arrays_after(self, taken: Iterable[str]) -> None:
+        """Number this run's arrays after the highest ``array_<i>.png`` of
+        ``taken`` (the names an earlier run into the same output folder
+        finished), so arrays of two calls never share a name or an output:
+        an array has no file to recognise it by, so it is never "already
+        done"."""
+        numbers = [int(m.group(1)) for m in map(ARRAY_NAME.fullmatch, taken)
+                   if m]
+        self.first_array = max(numbers) + 1 if numbers else 0
+        self._assign_names()
+
     def _assign_names(self) -> None:
-        names, num_arrays = [], 0
+        names, num_arrays = [], self.first_array
         for item in self.items:
             if isinstance(item, np.ndarray):
                 names.append(f'array_{num_arrays:06d}.png')

@@ -81,3 +81,31 @@ def test_later_photo_never_writes_a_map_over_an_earlier_drawing(tmp_path,
     log = capsys.readouterr().out
     assert (out / 'y_normal.png').read_bytes() == kept
     assert 'failed 1 frame(s)' in log and "'y_normal.png'" in log
+
+
+# -- item 3: arrays of two API calls into one folder keep apart --
+
+def test_arrays_of_two_calls_never_share_a_name(tmp_path):
+    """``run_inference('seg', cfg, [a], out)`` then ``[b]``: b's
+    ``array_000000_seg.npy`` replaced a's and the index held two lines of
+    one name (a loop over frames kept only the last)."""
+    import numpy as np
+
+    from sapiens2_mm.apis import run_inference
+    out = tmp_path / 'out'
+    arrays = [cv2.resize(cv2.imread(osp.join(DENSE, f'scene_0000{i}.png')),
+                         size) for i, size in ((0, (64, 48)), (1, (40, 30)))]
+    for array in arrays:
+        summary = run_inference('seg', tiny_config('seg'), [array],
+                                str(out), serial=True, echo=lambda _: None)
+        assert summary.processed == 1
+    _, records = _records(out)
+    names = [r['name'] for r in records]
+    assert len(set(names)) == 2, names
+    shapes = sorted(np.load(out / r['outputs'][0]).shape for r in records)
+    assert shapes == [(30, 40), (48, 64)]
+    for record, array in zip(records, arrays):
+        # [image | overlay] above the class key; PNG keeps the pixels
+        drawing = cv2.imread(str(out / record['outputs'][-1]))
+        h, w = array.shape[:2]
+        np.testing.assert_array_equal(drawing[:h, :w], array)
