@@ -109,3 +109,74 @@ def test_arrays_of_two_calls_never_share_a_name(tmp_path):
         drawing = cv2.imread(str(out / record['outputs'][-1]))
         h, w = array.shape[:2]
         np.testing.assert_array_equal(drawing[:h, :w], array)
+
+
+# -- item 5: a COCO bbox file entry without a usable "bbox" is named --
+
+@pytest.mark.parametrize('bad', [{}, {'bbox': None}, {'bbox': [1, 2, 3]},
+                                 {'bbox': [1, 2, 'w', 4]}])
+def test_coco_annotation_without_a_bbox_is_named(tmp_path, bad):
+    """An annotation without "bbox" or with "bbox": null gave a raw
+    KeyError / TypeError; now a one-line error naming the annotation."""
+    from sapiens2_mm.apis.pose_inferencer import BoxFile
+    ann = dict(id=7, image_id=1, category_id=1, iscrowd=0, **bad)
+    coco = dict(images=[dict(id=1, file_name='a.jpg', width=64, height=48)],
+                categories=[dict(id=1, name='person')],
+                annotations=[dict(id=6, image_id=1, category_id=1,
+                                  iscrowd=0, bbox=[1, 2, 10, 20]), ann])
+    path = tmp_path / 'coco.json'
+    path.write_text(json.dumps(coco))
+    with pytest.raises(ValueError, match=r'annotation 7 .*"bbox"') as err:
+        BoxFile(str(path))
+    assert '\n' not in str(err.value) and str(path) in str(err.value)
+    photo = _photo(tmp_path / 'in' / 'a.jpg')
+    with pytest.raises(ValueError, match='annotation 7'):
+        _infer('pose', [photo], tmp_path / 'out', '--bboxes', str(path))
+
+
+def test_coco_boxes_are_clipped_as_mmpose_clips_them():
+    """mmpose's CocoDataset clips each box to [0, W - 1] x [0, H - 1]; the
+    bbox file reader did not (2 of 12 people of the sample differed from
+    tools/test.py by 2.04 px and 0.55 px)."""
+    import numpy as np
+    from mmpose.datasets import CocoDataset
+
+    from sapiens2_mm.apis.pose_inferencer import BoxFile
+    ann_file = osp.join(COCO, 'test_coco.json')
+    dataset = CocoDataset(ann_file=ann_file, data_root='',
+                          data_prefix=dict(img=COCO + '/'), test_mode=True,
+                          pipeline=[])
+    expected = {}
+    for info in map(dataset.get_data_info, range(len(dataset))):
+        expected.setdefault(osp.basename(info['img_path']), []).append(
+            info['bbox'][0])
+    ours = BoxFile(ann_file).boxes
+    with open(ann_file) as f:
+        coco = json.load(f)
+    clipped = 0
+    for name, boxes in expected.items():
+        # mmpose's test set leaves out people with no keypoints annotated;
+        # the bbox file keeps them (they still get poses)
+        ids = {im['id'] for im in coco['images'] if im['file_name'] == name}
+        keep = [a.get('num_keypoints', 1) > 0 for a in coco['annotations']
+                if a['image_id'] in ids and not a.get('iscrowd')]
+        np.testing.assert_array_equal(ours[name][keep, :4],
+                                      np.array(boxes, np.float32))
+        raw = [a['bbox'] for a in coco['annotations'] if a['image_id'] in ids
+               and not a.get('iscrowd')]
+        clipped += sum(x + w != b[2] for (x, _, w, _), b in zip(
+            np.array(raw)[keep], boxes))
+    assert clipped >= 1  # the sample has boxes reaching past the border
+
+
+def test_bbox_file_naming_no_frame_is_warned(tmp_path, capsys):
+    """Keys that match no frame gave every frame the whole-image box with
+    only a count line."""
+    photo = _photo(tmp_path / 'in' / 'a.jpg')
+    boxes = tmp_path / 'boxes.json'
+    boxes.write_text(json.dumps({'photos/a.jpg': [[1, 2, 30, 40]]}))
+    assert _infer('pose', [photo], tmp_path / 'out', '--bboxes',
+                  str(boxes)) == 0
+    log = capsys.readouterr().out
+    assert "WARNING: no frame is named in the bbox file" in log
+    assert "'photos/a.jpg'" in log and "'a.jpg'" in log
