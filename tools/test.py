@@ -10,7 +10,9 @@ Usage::
 CHECKPOINT may be an official Sapiens2 task ``.safetensors`` file or a ``.pth``
 saved by tools/train.py. Either is loaded strictly: a checkpoint of another
 task or model size fails with the list of mismatching keys. The metrics are
-printed and written to ``<work dir>/test_metrics.json``. What this script
+printed and written to ``<work dir>/test_metrics.json``; ``--out`` must be a
+new file, and a dump that fails is reported (exit 1) after the metrics are
+written. What this script
 changes in the config is listed in
 :func:`sapiens2_mm.apis.run_config.prepare_test_config`.
 """
@@ -18,7 +20,7 @@ import argparse
 import json
 import os.path as osp
 import sys
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from sapiens2_mm.apis.run_config import parse_run_args
 
@@ -89,6 +91,7 @@ def main(argv: Optional[List[str]] = None) -> dict:
     try:
         runner = build_runner(cfg)
         metrics = runner.test()
+        dump_errors = failed_dumps(runner)
         wait_for_all_ranks()
         main_process = is_main_process()  # before the group is destroyed
     except Exception as err:
@@ -108,7 +111,22 @@ def main(argv: Optional[List[str]] = None) -> dict:
         print(f'Metrics written to {path}')
         if getattr(args, 'show_images_dir', None):
             print(f'Visualizations written to {args.show_images_dir}')
+        if dump_errors:
+            sys.exit('error: ' + '; '.join(
+                f'the predictions could not be written to {out} ({why})'
+                for out, why in dump_errors) + f'. The metrics were written '
+                f'to {path}.')
     return metrics
+
+
+def failed_dumps(runner) -> List[Tuple[str, str]]:
+    """``(path, reason)`` of every ``--out`` dump that failed: the dump
+    keeps its error (``AtomicDumpResults``) so the metrics are written
+    first."""
+    evaluator = getattr(runner.test_loop, 'evaluator', None)
+    return [(m.out_file_path, m.error)
+            for m in getattr(evaluator, 'metrics', [])
+            if getattr(m, 'error', None)]
 
 
 if __name__ == '__main__':

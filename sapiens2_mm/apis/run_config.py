@@ -30,6 +30,7 @@ from ..runtime.precision import check_dtype
 from ..utils.cfg_options import apply_cfg_options
 from ..utils.output_paths import (
     OutputPathError,
+    check_output_file,
     check_outside_folders,
     check_writable_dir,
 )
@@ -41,6 +42,7 @@ from .tasks import find_task
 AMP_DTYPE = 'bfloat16'  # bf16: fp16 overflows in ViT heads
 CHECKPOINT_HOOKS = ('CheckpointHook', 'mmengine.CheckpointHook')
 LOAD_HOOK = 'CheckedCheckpointLoadHook'
+DUMP_METRIC = 'AtomicDumpResults'
 
 
 class RunConfigError(ValueError):
@@ -383,15 +385,28 @@ def set_checkpoint(cfg: Config, checkpoint: str) -> None:
 
 
 def add_dump(cfg: Config, out: str) -> None:
-    """Append mmengine's DumpResults metric writing predictions to ``out``."""
+    """Append the ``AtomicDumpResults`` metric writing predictions to ``out``
+    (mmengine's DumpResults, written atomically, a failure kept instead of
+    raised so the other metrics survive: :mod:`sapiens2_mm.evaluation.
+    metrics.dump_results`).
+
+    Raises:
+        RunConfigError: ``out`` is not a ``.pkl``, is a folder, exists (never
+            replaced) or cannot be written, before anything runs.
+    """
     if not out.endswith(('.pkl', '.pickle')):
         raise RunConfigError(f'--out must be a .pkl file, got {out!r}')
-    ensure_writable_dir(osp.dirname(osp.abspath(out)), '--out directory')
+    try:
+        check_output_file(out, overwrite=False, what='--out file',
+                          hint='Choose another --out path (or move that '
+                          'file away).')
+    except OutputPathError as err:
+        raise RunConfigError(str(err)) from err
     evaluator = cfg.test_evaluator
     metrics = list(evaluator) if isinstance(evaluator, (list, tuple)) else [
         evaluator
     ]
-    metrics.append(dict(type='DumpResults', out_file_path=out))
+    metrics.append(dict(type=DUMP_METRIC, out_file_path=out))
     cfg.test_evaluator = metrics
 
 
@@ -494,8 +509,10 @@ def prepare_test_config(cfg: Config, checkpoint: str, *,
        ``CheckedCheckpointLoadHook``, or by ``Sapiens2FSDPStrategy`` before
        wrapping; ``load_from`` and ``resume`` are cleared
        (:func:`set_checkpoint`).
-    3. ``out``: mmengine's ``DumpResults`` metric writes the raw predictions
-       to that ``.pkl``.
+    3. ``out``: the ``AtomicDumpResults`` metric (mmengine's DumpResults,
+       atomic, a failure reported after the other metrics) writes the raw
+       predictions to that ``.pkl``; a folder or an existing file there is
+       refused (:func:`add_dump`).
     4. ``show_dir``: the task's visualization hook draws every prediction
        there; a folder inside the data or holding files is refused
        (:func:`enable_show_dir`).

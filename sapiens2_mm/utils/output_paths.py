@@ -63,7 +63,9 @@ def check_writable_dir(path: str, what: str = 'output folder',
 
 
 def check_output_file(path: str, inputs: Iterable[str] = (),
-                      overwrite: bool = True, what: str = 'output') -> str:
+                      overwrite: bool = True, what: str = 'output',
+                      hint: str = 'Pass --overwrite or choose another path.'
+                      ) -> str:
     """Refuse an output file that is an input, exists (unless ``overwrite``)
     or lies in a folder that cannot be written.
 
@@ -72,6 +74,7 @@ def check_output_file(path: str, inputs: Iterable[str] = (),
         inputs: files the tool reads; ``path`` may never be one of them.
         overwrite: whether an existing ``path`` may be replaced.
         what: how the message names the file.
+        hint: what the message for an existing file tells the user to do.
 
     Returns:
         ``path``.
@@ -89,8 +92,7 @@ def check_output_file(path: str, inputs: Iterable[str] = (),
                               'path.')
     if osp.exists(path) and not overwrite:
         raise OutputPathError(
-            f'The {what} {path!r} exists; refusing to overwrite it. Pass '
-            '--overwrite or choose another path.')
+            f'The {what} {path!r} exists; refusing to overwrite it. {hint}')
     if osp.exists(path) and not os.access(path, os.W_OK):
         raise OutputPathError(f'The {what} {path!r} exists and is read-only.')
     check_writable_dir(osp.dirname(osp.abspath(path)), f'folder of the {what}')

@@ -1,0 +1,95 @@
+"""tools/test.py never loses a finished test or an earlier file (issue 29):
+--out refused before running when it is a folder or an existing file,
+metrics written before the predictions, FSDP configs without a launcher,
+user errors as one ``error:`` line."""
+import errno
+import json
+import os.path as osp
+import pickle
+
+import pytest
+import torch
+from mmengine.config import Config
+
+from .workflow_utils import REPO_DIR, load_tool
+
+test_tool = load_tool('test')
+SEG_TINY = osp.join(REPO_DIR, 'configs', 'seg',
+                    'sapiens2-tiny_1xb2-30_seg29sample-128x96.py')
+
+# tiny models: one thread avoids oversubscribing a shared CPU
+pytestmark = pytest.mark.usefixtures('one_torch_thread')
+
+
+@pytest.fixture(scope='module')
+def seg_checkpoint(tmp_path_factory):
+    """Seeded random weights of the tiny seg config (.pth)."""
+    from sapiens2_mm.registry import MODELS
+    from sapiens2_mm.utils import register_all_modules
+    register_all_modules()
+    torch.manual_seed(0)
+    path = str(tmp_path_factory.mktemp('ckpt') / 'random.pth')
+    model = MODELS.build(Config.fromfile(SEG_TINY).model)
+    torch.save({'state_dict': model.state_dict()}, path)
+    return path
+
+
+def _never_runs(monkeypatch):
+    """Make building a runner fail the test: a refusal must come first."""
+    from sapiens2_mm.engine import runners
+
+    def build_runner(cfg):
+        raise AssertionError('the test ran before the refusal')
+    monkeypatch.setattr(runners, 'build_runner', build_runner)
+
+
+# -- item 6: --out checked before running; metrics before predictions --
+
+def test_out_that_is_a_folder_is_refused_before_running(tmp_path,
+                                                        seg_checkpoint,
+                                                        monkeypatch):
+    """``--out preds.pkl`` naming a folder passed the check, ran the whole
+    test and failed with IsADirectoryError: no metrics, no
+    test_metrics.json."""
+    _never_runs(monkeypatch)
+    folder = tmp_path / 'preds.pkl'
+    folder.mkdir()
+    with pytest.raises(SystemExit, match=r'^error: .*preds\.pkl.* folder'):
+        test_tool.main([SEG_TINY, seg_checkpoint, '--work-dir',
+                        str(tmp_path / 'w'), '--out', str(folder)])
+
+
+def test_out_that_exists_is_never_replaced(tmp_path, seg_checkpoint,
+                                           monkeypatch):
+    _never_runs(monkeypatch)
+    out = tmp_path / 'preds.pkl'
+    out.write_bytes(b'earlier predictions')
+    with pytest.raises(SystemExit, match=r'^error: .*preds\.pkl.* exists'):
+        test_tool.main([SEG_TINY, seg_checkpoint, '--work-dir',
+                        str(tmp_path / 'w'), '--out', str(out)])
+    assert out.read_bytes() == b'earlier predictions'
+
+
+def test_metrics_are_written_when_the_predictions_cannot_be(
+        tmp_path, seg_checkpoint, monkeypatch):
+    """A dump that fails (here: a full disk) lost the finished test: no
+    metrics printed, no test_metrics.json."""
+    real_dump = pickle.dump
+
+    def full_disk(obj, file, *args, **kwargs):
+        if isinstance(obj, list):  # the predictions
+            raise OSError(errno.ENOSPC, 'No space left on device')
+        return real_dump(obj, file, *args, **kwargs)
+    monkeypatch.setattr(pickle, 'dump', full_disk)
+    work, out = tmp_path / 'w', tmp_path / 'preds.pkl'
+    with pytest.raises(SystemExit) as exit_info:
+        test_tool.main([SEG_TINY, seg_checkpoint, '--work-dir', str(work),
+                        '--out', str(out), '--cfg-options',
+                        'experiment_name=seg_tiny_full_disk'])
+    message = str(exit_info.value.code)
+    assert message.startswith('error: ') and 'No space left' in message
+    assert str(out) in message and 'test_metrics.json' in message
+    with open(work / 'test_metrics.json') as f:
+        assert 'mIoU' in json.load(f)
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir()] == ['w']  # no temporaries
