@@ -61,10 +61,13 @@ def build_cfg(args: argparse.Namespace):
     drawing folder of ``--show-dir`` is kept as ``args.show_images_dir``."""
     from sapiens2_mm.apis.run_config import load_config, prepare_test_config
     cfg = load_config(args.config, args.cfg_options)
+    notes: List[str] = []
     args.show_images_dir = prepare_test_config(
         cfg, args.checkpoint, work_dir=args.work_dir, launcher=args.launcher,
         out=args.out, show_dir=args.show_dir, tta=args.tta,
-        compiled=args.compile, dtype=args.dtype)
+        compiled=args.compile, dtype=args.dtype, notes=notes)
+    for note in notes:
+        print(f'note: {note}', file=sys.stderr)
     return cfg
 
 

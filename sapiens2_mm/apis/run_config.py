@@ -361,6 +361,37 @@ def prepare_train_config(cfg: Config, *, work_dir: Optional[str] = None,
     return cfg
 
 
+FLEXIBLE_RUNNERS = ('FlexibleRunner', 'mmengine.FlexibleRunner')
+
+
+def plain_runner_for_fsdp_test(cfg: Config,
+                             notes: Optional[List[str]] = None) -> None:
+    """Test an FSDP config started without a launcher in this process.
+
+    FSDP needs a process group, so ``tools/test.py CONFIG CKPT`` on an FSDP
+    config built the model and then died ("Default process group has not
+    been initialized"). A test needs no sharding: the strategy (and the
+    ``FlexibleRunner`` it asks for) is dropped, so the plain Runner tests the
+    whole model, and :func:`set_checkpoint` loads the checkpoint through
+    ``CheckedCheckpointLoadHook``, the same strict load
+    ``Sapiens2FSDPStrategy`` does before wrapping. The strategy's bf16
+    ``mixed_precision`` is not applied (fp32; ``--dtype bf16`` gives bf16
+    autocast); ``notes`` says so and names ``tools/dist_test.sh`` for a
+    sharded test.
+    """
+    if not is_fsdp(cfg) or cfg.get('launcher', 'none') != 'none':
+        return
+    cfg.pop('strategy')
+    if cfg.get('runner_type') in FLEXIBLE_RUNNERS:
+        cfg.pop('runner_type')
+    if notes is not None:
+        notes.append(
+            'FSDP config without a launcher: tested in this process with the '
+            'plain runner in fp32 (the strategy\'s mixed precision is not '
+            'applied; --dtype bf16 gives bf16 autocast). For a sharded test '
+            'use tools/dist_test.sh CONFIG CHECKPOINT GPUS.')
+
+
 def set_checkpoint(cfg: Config, checkpoint: str) -> None:
     """Load ``checkpoint`` strictly through CheckedCheckpointLoadHook.
 
@@ -499,12 +530,15 @@ def prepare_test_config(cfg: Config, checkpoint: str, *,
                         launcher: str = 'none', out: Optional[str] = None,
                         show_dir: Optional[str] = None, tta: bool = False,
                         compiled: bool = False,
-                        dtype: str = 'fp32') -> Optional[str]:
+                        dtype: str = 'fp32',
+                        notes: Optional[List[str]] = None) -> Optional[str]:
     """Make ``cfg`` ready for ``tools/test.py`` (changed in place).
 
     The rewrites, in order:
 
-    1. ``launcher`` and the work dir as in :func:`prepare_train_config`.
+    1. ``launcher`` and the work dir as in :func:`prepare_train_config`; an
+       FSDP config with ``launcher='none'`` drops its strategy and is tested
+       in this process by the plain Runner (:func:`plain_runner_for_fsdp_test`).
     2. ``checkpoint`` is loaded strictly (official key names mapped) by
        ``CheckedCheckpointLoadHook``, or by ``Sapiens2FSDPStrategy`` before
        wrapping; ``load_from`` and ``resume`` are cleared
@@ -532,6 +566,8 @@ def prepare_test_config(cfg: Config, checkpoint: str, *,
         tta: test-time augmentation.
         compiled: ``torch.compile`` the network.
         dtype: ``'fp32'`` or ``'bf16'``.
+        notes: receives what was decided on the way (an FSDP config tested
+            in one process), for the console.
 
     Returns:
         The folder the drawings go to with ``show_dir``, else None.
@@ -541,6 +577,7 @@ def prepare_test_config(cfg: Config, checkpoint: str, *,
     """
     cfg.launcher = launcher
     set_work_dir(cfg, work_dir)
+    plain_runner_for_fsdp_test(cfg, notes)
     set_checkpoint(cfg, checkpoint)
     if cfg.get('test_dataloader') is None or cfg.get('test_evaluator') is None:
         raise RunConfigError(

@@ -11,7 +11,7 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from .workflow_utils import REPO_DIR, load_tool
+from .workflow_utils import REPO_DIR, TESTS_DIR, load_tool, make_data
 
 test_tool = load_tool('test')
 SEG_TINY = osp.join(REPO_DIR, 'configs', 'seg',
@@ -93,3 +93,37 @@ def test_metrics_are_written_when_the_predictions_cannot_be(
         assert 'mIoU' in json.load(f)
     assert not out.exists()
     assert [p.name for p in tmp_path.iterdir()] == ['w']  # no temporaries
+
+
+# -- item 4: an FSDP config without a launcher is tested in this process --
+
+WORKFLOW_DIR = osp.join(TESTS_DIR, 'configs', 'workflow')
+PLAIN_CFG = osp.join(WORKFLOW_DIR, 'tiny_seg_layer_decay.py')
+STRATEGY = osp.join(REPO_DIR, 'configs', '_base_', 'strategies',
+                    'fsdp_bf16.py')
+
+
+def test_fsdp_config_without_a_launcher_tests_in_one_process(
+        tmp_path, monkeypatch, capsys):
+    """docs/large_models.md: test.py accepts the FSDP config. Without a
+    launcher it built the model and died with "Default process group has
+    not been initialized". Now the plain runner tests it, loading the
+    checkpoint through the same strict hook: the plain config's metrics."""
+    from sapiens2_mm.registry import MODELS
+    monkeypatch.setenv('SAPIENS2_WORKFLOW_DATA',
+                       make_data(str(tmp_path / 'data')))
+    leaf = tmp_path / 'fsdp_bf16_leaf.py'  # the shipped snippet, as is
+    leaf.write_text(f'_base_ = [{PLAIN_CFG!r}, {STRATEGY!r}]\n')
+    torch.manual_seed(0)
+    ckpt = str(tmp_path / 'random.pth')
+    model = MODELS.build(Config.fromfile(PLAIN_CFG).model)
+    torch.save({'state_dict': model.state_dict()}, ckpt)
+    fsdp = test_tool.main([str(leaf), ckpt, '--work-dir',
+                           str(tmp_path / 'f'), '--cfg-options',
+                           'experiment_name=fsdp_one_process'])
+    log = capsys.readouterr()
+    assert 'tools/dist_test.sh' in log.out + log.err
+    plain = test_tool.main([PLAIN_CFG, ckpt, '--work-dir',
+                            str(tmp_path / 'p'), '--cfg-options',
+                            'experiment_name=plain_one_process'])
+    assert fsdp == plain and 'mIoU' in plain
