@@ -79,8 +79,17 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> int:
     summary = run_inference(**vars(parse_args(argv)))
+    return exit_code(summary)
+
+
+def exit_code(summary) -> int:
+    """130 interrupted (Ctrl-C); 1 stopped early (disk full) or nothing
+    finished, now or by an earlier run; else 0, also when some inputs were
+    unreadable or some frames failed (the summary lists them)."""
     if summary.interrupted:
         return 130
+    if summary.stopped:
+        return 1
     return 0 if summary.processed or summary.resumed else 1
 
 

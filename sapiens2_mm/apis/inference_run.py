@@ -13,7 +13,8 @@ What is guaranteed (docs/inference.md, "What is guaranteed"):
   (Ctrl-C, a crash, a full disk) keeps them and the same command run again
   skips them;
 * a frame that fails (in the model, the writer or the drawing) is skipped,
-  counted and listed, and the run goes on;
+  counted and listed, and the run goes on; a full disk stops the run
+  (:attr:`RunSummary.stopped`), since every later frame would fail too;
 * unreadable inputs are skipped and listed; damaged ones (truncated JPEG)
   are processed, counted and listed as warnings.
 
@@ -40,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
 from ..runtime.devices import check_device
+from ..utils.output_paths import is_disk_full
 from .inputs import Frame, FrameReader
 from .runner import default_workers, render_frames
 from .tasks import get_task
@@ -136,8 +138,8 @@ class InferenceIndex:
 
     def add(self, record: dict) -> None:
         """Record a finished frame (``record['name']``) on disk now."""
-        self.done[record['name']] = record
         self._write(record)
+        self.done[record['name']] = record
 
     def add_video_done(self, name: str, source: str = '') -> None:
         """Record that every frame of video ``name`` (the file ``source``)
@@ -229,6 +231,8 @@ class RunSummary:
         skipped: ``(path, reason)`` of unreadable inputs.
         warnings: ``(path, reason)`` of damaged inputs that were processed.
         interrupted: the run was stopped (Ctrl-C) before the end.
+        stopped: why the run stopped early on its own (the disk is full),
+            else None.
         lines: the task writer's and box source's report lines.
     """
     processed: int = 0
@@ -237,6 +241,7 @@ class RunSummary:
     skipped: List[Tuple[str, str]] = field(default_factory=list)
     warnings: List[Tuple[str, str]] = field(default_factory=list)
     interrupted: bool = False
+    stopped: Optional[str] = None
     lines: List[str] = field(default_factory=list)
 
 
@@ -369,16 +374,23 @@ def run_inference(task: str, config: str, inputs, output: str,
                         path = sink.write(item.image, frame, item.encoded)
                         if frame.video_name is None:
                             record['outputs'].append(layout.relative(path))
+                    record.update(name=frame.name, source=frame.source,
+                                  source_file=file_identity(frame.source))
+                    if frame.warning:
+                        record['warning'] = frame.warning
+                    index.add(record)
                 except Exception as err:  # noqa: BLE001 - skip, count, list
+                    if is_disk_full(err):
+                        # every later frame would fail the same way: stop,
+                        # the index keeps what is finished
+                        summary.stopped = (f'disk full while writing '
+                                           f'{frame.name} ({err})')
+                        break
                     fail(frame.name, f'{type(err).__name__}: {err}')
                     continue
-                record.update(name=frame.name, source=frame.source,
-                              source_file=file_identity(frame.source))
-                if frame.warning:
-                    record['warning'] = frame.warning
-                index.add(record)
                 summary.processed += 1
-        if last is not None and last.video_name is not None:
+        if last is not None and last.video_name is not None and \
+                summary.stopped is None:
             finish_video(last)
     except KeyboardInterrupt:
         summary.interrupted = True
@@ -386,7 +398,11 @@ def run_inference(task: str, config: str, inputs, output: str,
         sink.close()
         if hasattr(bar, 'close'):
             bar.close()
-        summary.lines = writer.finalize(index.records())
+        try:
+            summary.lines = writer.finalize(index.records())
+        except OSError as err:  # the index has it all: the next run rebuilds
+            summary.lines = [f'summary files not written ({err}); the next '
+                             'run into this folder writes them']
         summary.lines += spec.run_report(inferencer)
         index.close()
         summary.resumed = reader.num_done
@@ -407,6 +423,10 @@ def _echo_summary(summary: RunSummary, trained: bool, output: str,
         echo(f'Interrupted. {summary.processed} frame(s) finished and kept; '
              'run the same command again to continue (finished inputs are '
              'skipped).')
+    if summary.stopped:
+        echo(f'Stopped: {summary.stopped}. {summary.processed} frame(s) '
+             'finished and kept; free some space and run the same command '
+             'again to continue (finished inputs are skipped).')
     echo(f'{summary.processed} frame(s) processed; outputs in {output}')
     if summary.resumed:
         echo(f'{summary.resumed} input(s) finished by an earlier run were '

@@ -4,8 +4,10 @@ A conversion, export or plot that runs for minutes and then fails on an
 unwritable path (or overwrites its own input) loses the work or the data.
 Tools call these first, so the error comes before anything is read or built.
 """
+import errno
 import os
 import os.path as osp
+import re
 import tempfile
 from typing import Iterable
 
@@ -151,3 +153,17 @@ def rename_no_clobber(tmp: str, path: str, max_tries: int = 10000) -> str:
         return candidate
     raise OutputPathError(f'No free name for {path!r} after {max_tries} '
                           'tries; choose an empty folder.')
+
+
+# numpy's ndarray.tofile on a short fwrite: no errno, only the byte counts
+_SHORT_WRITE = re.compile(r'\d+ requested and \d+ written')
+
+
+def is_disk_full(err: BaseException) -> bool:
+    """Whether ``err`` means the disk (or the user's quota) is full:
+    ``ENOSPC`` / ``EDQUOT``, or numpy's short write (``np.save`` reports
+    "272000 requested and 122752 written" without an errno)."""
+    if not isinstance(err, OSError):
+        return False
+    return err.errno in (errno.ENOSPC, errno.EDQUOT) or bool(
+        _SHORT_WRITE.search(str(err)))

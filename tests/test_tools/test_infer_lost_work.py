@@ -180,3 +180,39 @@ def test_bbox_file_naming_no_frame_is_warned(tmp_path, capsys):
     log = capsys.readouterr().out
     assert "WARNING: no frame is named in the bbox file" in log
     assert "'photos/a.jpg'" in log and "'a.jpg'" in log
+
+
+# -- meh: a full disk stops the run once, with a word of it --
+
+@pytest.mark.parametrize('error', [
+    OSError('272000 requested and 122752 written'),  # numpy's short write
+    OSError(28, 'No space left on device')])
+def test_full_disk_stops_the_run_and_the_rerun_continues(tmp_path, capsys,
+                                                         monkeypatch, error):
+    """57 of 60 frames failed with numpy's "requested and written", no word
+    of disk space, exit 0. Now: "disk full" once, the run stops (exit 1),
+    the index keeps the finished frame and the same command continues."""
+    import numpy as np
+    folder, out = tmp_path / 'in', tmp_path / 'out'
+    for i in range(4):
+        _photo(folder / f'p{i}.png', i % 3, (40, 30))
+    real_save, calls = np.save, []
+
+    def save(file, array, *args, **kwargs):
+        calls.append(1)
+        if len(calls) > 1:
+            raise error
+        return real_save(file, array, *args, **kwargs)
+    monkeypatch.setattr(np, 'save', save)
+    assert _infer('seg', [folder], out, '--batch-size', '1') == 1
+    log = capsys.readouterr().out
+    assert log.count('disk full') == 1, log
+    assert 'failed' not in log
+    assert len(calls) == 2  # stopped at the first failed write
+    _, records = _records(out)
+    assert [r['name'] for r in records] == ['p0.png']
+    monkeypatch.setattr(np, 'save', real_save)
+    assert _infer('seg', [folder], out, '--batch-size', '1') == 0
+    log = capsys.readouterr().out
+    assert '3 frame(s) processed' in log
+    assert '1 input(s) finished by an earlier run were skipped' in log
