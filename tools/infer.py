@@ -22,6 +22,7 @@ from mmengine.config import DictAction
 
 from sapiens2_mm.apis import get_task, run_inference, task_names
 from sapiens2_mm.utils.cfg_options import UnknownConfigKeyError
+from sapiens2_mm.utils.train_lock import WorkDirLockedError
 
 
 def _add_common_arguments(parser: argparse.ArgumentParser) -> None:
@@ -97,5 +98,6 @@ if __name__ == '__main__':
     try:
         sys.exit(main())
     except (FileNotFoundError, FileExistsError, PermissionError,
-            NotADirectoryError, ValueError, UnknownConfigKeyError) as err:
+            NotADirectoryError, ValueError, UnknownConfigKeyError,
+            WorkDirLockedError) as err:
         sys.exit(f'error: {err}')

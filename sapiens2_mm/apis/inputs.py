@@ -104,6 +104,15 @@ def _ready(loaded: Loaded) -> FrameJob:
     return lambda: loaded
 
 
+def file_identity(path: Optional[str]) -> Optional[list]:
+    """[size, modification time in ns] of a file, ``None`` if absent: what
+    the run index records to tell a file from another of the same name."""
+    if not path or not osp.isfile(path):
+        return None
+    stat = os.stat(path)
+    return [stat.st_size, stat.st_mtime_ns]
+
+
 def is_video(path: str) -> bool:
     """Whether ``path`` has a video file extension."""
     return path.lower().endswith(VIDEO_EXTS)

@@ -4,6 +4,7 @@ read by a stated convention, arrays of two API calls keep apart, bad bbox
 file entries are named, a full disk stops the run, settings of a resumed
 run are checked."""
 import json
+import os
 import os.path as osp
 import sys
 
@@ -30,10 +31,28 @@ def _photo(path, index=0, size=(64, 48)):
     return path
 
 
-def _infer(task, inputs, out, *extra):
-    return infer.main([task, tiny_config(task), '--input',
+def _infer(task, inputs, out, *extra, checkpoint=None):
+    return infer.main([task, tiny_config(task),
+                       *([checkpoint] if checkpoint else []), '--input',
                        *[str(i) for i in inputs], '--output', str(out),
                        '--serial', *extra])
+
+
+@pytest.fixture(scope='module')
+def seg_ckpt(tmp_path_factory):
+    """Seeded random weights of the tiny seg config (the same model in
+    every run, unlike a run without a checkpoint)."""
+    import torch
+    from mmengine.config import Config
+
+    from sapiens2_mm.registry import MODELS
+    from sapiens2_mm.utils import register_all_modules
+    register_all_modules()
+    torch.manual_seed(0)
+    path = str(tmp_path_factory.mktemp('ckpt') / 'seg.pth')
+    model = MODELS.build(Config.fromfile(tiny_config('seg')).model)
+    torch.save({'state_dict': model.state_dict()}, path)
+    return path
 
 
 def _records(out):
@@ -216,3 +235,156 @@ def test_full_disk_stops_the_run_and_the_rerun_continues(tmp_path, capsys,
     log = capsys.readouterr().out
     assert '3 frame(s) processed' in log
     assert '1 input(s) finished by an earlier run were skipped' in log
+
+
+# -- meh: the index checks pose settings, redoes what is missing --
+
+def test_pose_settings_are_checked_on_a_rerun(tmp_path):
+    """--bboxes, --bbox-thr, --kpt-thr and the detector options were not in
+    the index header: a resumed run with another bbox file mixed results,
+    and kpt_thr_used read 0.9 for frames done at 0.3."""
+    folder, out = tmp_path / 'in', tmp_path / 'out'
+    _photo(folder / 'a.jpg', 0)
+    boxes = tmp_path / 'boxes.json'
+    boxes.write_text(json.dumps({'a.jpg': [[1, 2, 30, 40]]}))
+    args = ('--bboxes', str(boxes), '--kpt-thr', '0.5')
+    assert _infer('pose', [folder], out, *args) == 0
+    assert _infer('pose', [folder], out, *args) == 0  # the same: continues
+    header, _ = _records(out)
+    assert header['pose_options'] == {
+        'bboxes': [str(boxes), [boxes.stat().st_size,
+                                boxes.stat().st_mtime_ns]],
+        'kpt_thr': 0.5}
+    other = tmp_path / 'other.json'
+    other.write_text(json.dumps({'a.jpg': [[5, 6, 30, 40]]}))
+    for changed in (('--bboxes', str(other), '--kpt-thr', '0.5'),
+                    ('--bboxes', str(boxes), '--kpt-thr', '0.9'),
+                    ('--bboxes', str(boxes), '--kpt-thr', '0.5',
+                     '--bbox-thr', '0.1'),
+                    ('--kpt-thr', '0.5')):
+        with pytest.raises(FileExistsError, match='pose_options'):
+            _infer('pose', [folder], out, *changed)
+    boxes.write_text(json.dumps({'a.jpg': [[1, 2, 30, 41]]}))  # edited
+    with pytest.raises(FileExistsError, match='pose_options'):
+        _infer('pose', [folder], out, *args)
+
+
+def test_frames_done_without_drawings_are_drawn_later(tmp_path, capsys,
+                                                       seg_ckpt):
+    """Frames finished under --no-vis never got drawings when a later run
+    asked for them; a video is redone for its drawing too."""
+    folder, out = tmp_path / 'in', tmp_path / 'out'
+    _photo(folder / 'a.png', 0)
+    writer = cv2.VideoWriter(str(folder / 'clip.mp4'),
+                             cv2.VideoWriter_fourcc(*'mp4v'), 4.0, (48, 64))
+    for i in range(2):
+        writer.write(cv2.resize(cv2.imread(osp.join(
+            DENSE, f'scene_0000{i}.png')), (48, 64)))
+    writer.release()
+    assert _infer('seg', [folder], out, '--no-vis', checkpoint=seg_ckpt) == 0
+    assert not (out / 'a.png').exists() and not (out / 'clip.mp4').exists()
+    maps = (out / 'a_seg.npy').read_bytes()
+    capsys.readouterr()
+    assert _infer('seg', [folder], out, checkpoint=seg_ckpt) == 0
+    log = capsys.readouterr().out
+    assert '3 frame(s) processed' in log
+    assert (out / 'a.png').exists() and (out / 'clip.mp4').exists()
+    assert (out / 'a_seg.npy').read_bytes() == maps  # the same result
+    _, records = _records(out)
+    assert sorted({r['name'] for r in records}) == [
+        'a.png', 'clip_000000.jpg', 'clip_000001.jpg']
+    # now all done
+    assert _infer('seg', [folder], out, checkpoint=seg_ckpt) == 0
+    assert '0 frame(s) processed' in capsys.readouterr().out
+
+
+def test_deleted_outputs_are_redone_not_skipped(tmp_path, capsys,
+                                                seg_ckpt):
+    """Outputs the user deleted were skipped on a re-run while the summary
+    still counted them."""
+    folder, out = tmp_path / 'in', tmp_path / 'out'
+    _photo(folder / 'a.png', 0)
+    _photo(folder / 'b.png', 1)
+    assert _infer('seg', [folder], out, checkpoint=seg_ckpt) == 0
+    maps = (out / 'a_seg.npy').read_bytes()
+    (out / 'a_seg.npy').unlink()
+    capsys.readouterr()
+    assert _infer('seg', [folder], out, checkpoint=seg_ckpt) == 0
+    log = capsys.readouterr().out
+    assert '1 frame(s) processed' in log
+    assert '1 input(s) finished by an earlier run were skipped' in log
+    assert 'redid 1 input(s) an earlier run had finished:' in log
+    assert 'a.png: outputs missing: a_seg.npy' in log
+    assert (out / 'a_seg.npy').read_bytes() == maps
+
+
+def test_two_runs_into_one_folder_are_refused(tmp_path):
+    """Two concurrent runs into one folder had no lock (54 frames done
+    twice, 27 index lines clobbered)."""
+    import socket
+
+    from sapiens2_mm.utils.train_lock import WorkDirLockedError
+    folder, out = tmp_path / 'in', tmp_path / 'out'
+    _photo(folder / 'a.png', 0)
+    assert _infer('seg', [folder], out) == 0
+    assert not (out / '.inference.lock').exists()  # released at the end
+    # another live process of this host holds the folder
+    (out / '.inference.lock').write_text(json.dumps(dict(
+        pid=os.getppid(), host=socket.gethostname(), started='then',
+        command='tools/infer.py seg ...')))
+    with pytest.raises(WorkDirLockedError,
+                       match='in use by another tools/infer.py run'):
+        _infer('seg', [folder], out)
+    _, records = _records(out)
+    assert len(records) == 1
+
+
+def test_a_damaged_index_header_is_named(tmp_path):
+    """A corrupt header read "written with other settings (... None
+    then)"."""
+    folder, out = tmp_path / 'in', tmp_path / 'out'
+    _photo(folder / 'a.png', 0)
+    assert _infer('seg', [folder], out) == 0
+    index = out / 'inference_index.jsonl'
+    lines = index.read_text().splitlines()
+    index.write_text('\n'.join(['{"task": "seg", "conf'] + lines[1:]) + '\n')
+    with pytest.raises(FileExistsError) as err:
+        _infer('seg', [folder], out)
+    text = str(err.value)
+    assert 'line 1' in text and 'not a readable index header' in text
+    assert 'None then' not in text
+
+
+# -- meh: dense summary, ply_step, video frames --
+
+def test_summary_names_the_array_dtype(tmp_path, capsys):
+    """The summary said "float32" for --array-dtype float16."""
+    folder = tmp_path / 'in'
+    _photo(folder / 'a.png', 0)
+    assert _infer('normal', [folder], tmp_path / 'out', '--no-vis',
+                  '--array-dtype', 'float16') == 0
+    log = capsys.readouterr().out
+    assert 'normals: 1 x <stem>_normal.npy (H, W, 3 float16 unit' in log
+    assert 'float32' not in log
+
+
+def test_ply_step_is_checked_and_recorded(tmp_path):
+    """``ply_step=0`` was accepted and every frame failed; another
+    --ply-step continued a run of another one."""
+    from sapiens2_mm.apis import run_inference
+    folder, out = tmp_path / 'in', tmp_path / 'out'
+    _photo(folder / 'a.png', 0)
+    for bad in (0, -2, 1.5, 'two', True):
+        with pytest.raises(ValueError, match='ply_step'):
+            run_inference('pointmap', tiny_config('pointmap'), [str(folder)],
+                          str(out), ply_step=bad, echo=lambda _: None)
+    assert not out.exists() or not os.listdir(out)
+    # random weights may predict a scale <= 0: clamped, the frame finishes
+    clamp = ('--cfg-options', 'model.decode_head.scale_guard=clamp')
+    assert _infer('pointmap', [folder], out, '--no-vis', '--ply-step', '2',
+                  *clamp) == 0
+    header, records = _records(out)
+    assert header['dense_options'] == {'ply_step': 2}
+    assert records[0]['frame']['ply_step'] == 2
+    with pytest.raises(FileExistsError, match='ply_step'):
+        _infer('pointmap', [folder], out, '--no-vis', *clamp)

@@ -253,8 +253,11 @@ class DenseWriter(TaskWriter):
     def finalize(self, records: List[dict]) -> List[str]:
         outputs = self.outputs
         count = sum(outputs.task in r for r in records)
+        dtype = self.options.get('array_dtype', 'float32')
         files = ' + '.join(
-            f'<stem>{f.suffix}.npy' + (f' ({f.meaning})' if f.meaning else '')
+            f'<stem>{f.suffix}.npy'
+            + (f' ({f.meaning.replace("float32", dtype)})' if f.meaning
+               else '')
             + (f' + <stem>{f.suffix}.png' if f.coloring is not None else '')
             for f in outputs.fields)
         return [f'{outputs.label}: {count} x {files}']
