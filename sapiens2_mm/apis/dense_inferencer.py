@@ -287,6 +287,30 @@ def foreground_source(seg_dir: Optional[str] = None, fg_seg=None,
     return SegModelMasks(SegInferencer(fg_seg, batch_size=batch_size))
 
 
+def check_letterbox_size(frame: Frame, input_size: Optional[Sequence[int]],
+                         minimum: int = 2) -> None:
+    """Refuse a photo too thin to letterbox: scaled by ``r = min(H / h,
+    W / w)`` into the (H, W) network input it would be ``int(h r) x int(w
+    r)`` pixels, and the post-processing (blur, resize back) needs at least
+    ``minimum`` in each direction (a 1x500 photo is 0 or 1 pixel high).
+
+    Raises:
+        ValueError: naming the photo's and the letterboxed size.
+    """
+    if not input_size:
+        return
+    h, w = frame.image.shape[:2]
+    net_h, net_w = input_size
+    r = min(net_h / h, net_w / w)
+    inner_h, inner_w = int(h * r), int(w * r)
+    if min(inner_h, inner_w) < minimum:
+        raise ValueError(
+            f'the photo is {h}x{w} pixels; letterboxed into the {net_h}x'
+            f'{net_w} network input it is {inner_h}x{inner_w}, thinner than '
+            f'{minimum} pixels: an aspect ratio this extreme cannot be '
+            'processed (crop the photo).')
+
+
 def _hwc(sample, name: str) -> Optional[np.ndarray]:
     """``sample.<name>`` (C, H, W) as a float32 (H, W, C) array, or None."""
     if name not in sample:
@@ -343,6 +367,7 @@ class DenseInferencer(BaseInferencer):
             self.batch_size)
 
     def prepare(self, frame: Frame) -> Tuple[None, list]:
+        check_letterbox_size(frame, self.model.dataset_meta.get('input_size'))
         return None, [(frame, self.pack(frame))]
 
     def forward(self, items: list) -> list:

@@ -18,6 +18,7 @@ from mmengine.config import Config
 from torch import nn
 
 from ..registry import MODELS
+from ..runtime.devices import check_device
 from ..utils import (
     detect_task,
     load_state_dict_checked,
@@ -101,6 +102,7 @@ def init_model(config: ConfigType,
         meta: keypoint names/colors/skeleton/flip indices for pose;
         ``classes`` / ``palette`` for seg).
     """
+    check_device(str(device))  # 'gpu': our message, not torch's
     cfg = load_config(config)
     if cfg_options:
         from ..utils.cfg_options import apply_cfg_options

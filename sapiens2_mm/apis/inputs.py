@@ -129,6 +129,9 @@ def _as_bgr(image: np.ndarray, what: str) -> np.ndarray:
         raise ValueError(
             f'{what}: expected dtype uint8 (0-255 BGR), got {image.dtype}. '
             'Convert with np.clip(x, 0, 255).astype(np.uint8).')
+    if image.size == 0:
+        raise ValueError(f'{what}: shape {image.shape} has no pixels; pass '
+                         'an image of at least 1x1.')
     return np.ascontiguousarray(image[..., :3])
 
 
@@ -350,6 +353,7 @@ class FrameReader:
             yield _ready(Loaded(skipped=(path, 'cannot open the video')))
             return
         fps = cap.get(cv2.CAP_PROP_FPS) or 25.0
+        listed = int(cap.get(cv2.CAP_PROP_FRAME_COUNT))
         index = 0
         try:
             while True:
@@ -366,6 +370,11 @@ class FrameReader:
         if index == 0:
             yield _ready(Loaded(skipped=(
                 path, 'the video has no decodable frames')))
+        elif index < listed:
+            # damaged or cut short: the frames after it are lost
+            yield _ready(Loaded(warning=(
+                path, f'decoded {index} of the {listed} frames its header '
+                'lists (the file may be truncated or damaged)')))
 
     @staticmethod
     def _load_photo(path: str, name: str, stem: str) -> Loaded:

@@ -41,8 +41,16 @@ from .results import PoseResult
 
 
 def whole_image_box(frame: Frame) -> np.ndarray:
-    """The (1, 5) box ``[0, 0, w - 1, h - 1]`` (the official demo's), score 1."""
+    """The (1, 5) box ``[0, 0, w - 1, h - 1]`` (the official demo's), score 1.
+
+    Raises:
+        ValueError: a 1x1 photo (its box is a point, no person fits).
+    """
     h, w = frame.image.shape[:2]
+    if max(h, w) < 2:
+        raise ValueError(
+            f'the photo is {h}x{w} pixel(s): its whole-image box '
+            f'[0, 0, {w - 1}, {h - 1}] has no size, too small for a pose.')
     return np.array([[0, 0, w - 1, h - 1, 1]], dtype=np.float32)
 
 

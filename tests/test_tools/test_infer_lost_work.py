@@ -388,3 +388,69 @@ def test_ply_step_is_checked_and_recorded(tmp_path):
     assert records[0]['frame']['ply_step'] == 2
     with pytest.raises(FileExistsError, match='ply_step'):
         _infer('pointmap', [folder], out, '--no-vis', *clamp)
+
+
+def test_a_video_decoding_fewer_frames_than_listed_is_warned(tmp_path,
+                                                              capsys):
+    """A video that decodes 10 of its 20 frames got no warning."""
+    import numpy as np
+    folder = tmp_path / 'in'
+    folder.mkdir()
+    writer = cv2.VideoWriter(str(tmp_path / 'full.avi'),
+                             cv2.VideoWriter_fourcc(*'MJPG'), 4.0, (48, 64))
+    for i in range(20):
+        writer.write(np.random.RandomState(i).randint(0, 255, (64, 48, 3),
+                                                      np.uint8))
+    writer.release()
+    data = (tmp_path / 'full.avi').read_bytes()
+    (folder / 'cut.avi').write_bytes(data[:len(data) // 2])  # header: 20
+    cap = cv2.VideoCapture(str(folder / 'cut.avi'))
+    listed = int(cap.get(cv2.CAP_PROP_FRAME_COUNT))
+    decoded = 0
+    while cap.read()[0]:
+        decoded += 1
+    cap.release()
+    assert 0 < decoded < listed == 20
+    assert _infer('seg', [folder], tmp_path / 'out', '--no-vis') == 0
+    log = capsys.readouterr().out
+    assert f'{decoded} frame(s) processed' in log
+    assert 'warnings for 1 input(s) (processed):' in log
+    assert f'decoded {decoded} of the 20 frames' in log
+
+
+# -- meh: clear messages for odd inputs and options --
+
+def test_empty_array_and_unknown_device_are_refused():
+    """An empty (0, 0, 3) array returned [] silently; device='gpu' gave
+    torch's raw 'Expected one of cpu, cuda, ...'."""
+    import numpy as np
+
+    from sapiens2_mm.apis import build_inferencer, init_model, run_inference
+    with pytest.raises(ValueError, match=r'Unknown device .gpu.'):
+        init_model(tiny_config('seg'), device='gpu')
+    seg = build_inferencer(init_model(tiny_config('seg')))
+    empty = np.zeros((0, 0, 3), np.uint8)
+    with pytest.raises(ValueError, match=r'\(0, 0, 3\) has no pixels'):
+        seg(empty)
+    with pytest.raises(ValueError, match='has no pixels'):
+        run_inference('seg', tiny_config('seg'), [empty], 'never_written',
+                      echo=lambda _: None)
+    assert not osp.exists('never_written')
+
+
+@pytest.mark.parametrize('task,size,expected', [
+    ('pose', (1, 1), 'the photo is 1x1 pixel(s): its whole-image box'),
+    ('pointmap', (500, 1), 'the photo is 1x500 pixels; letterboxed into '
+     'the 128x96 network input it is 0x96')])
+def test_too_small_photos_are_named_as_such(tmp_path, capsys, task, size,
+                                            expected):
+    """A 1x1 photo in pose was blamed on "the box of this annotation", a
+    1x500 photo in pointmap gave a raw padding error."""
+    import numpy as np
+    folder = tmp_path / 'in'
+    folder.mkdir()
+    cv2.imwrite(str(folder / 'thin.png'),
+                np.full((size[1], size[0], 3), 128, np.uint8))
+    assert _infer(task, [folder], tmp_path / 'out') == 1  # nothing finished
+    log = capsys.readouterr().out
+    assert f'thin.png: ValueError: {expected}' in log
