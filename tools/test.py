@@ -25,6 +25,7 @@ from typing import List, Optional, Tuple
 from sapiens2_mm.apis.run_config import parse_run_args
 
 METRICS_FILE = 'test_metrics.json'
+INTERRUPTED_EXIT_CODE = 130  # 128 + SIGINT, what shells report for Ctrl-C
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -85,6 +86,7 @@ def main(argv: Optional[List[str]] = None) -> dict:
     from sapiens2_mm.utils import register_all_modules
     from sapiens2_mm.utils.cfg_options import UnknownConfigKeyError
     from sapiens2_mm.utils.checkpoint import CheckpointMismatchError
+    from sapiens2_mm.utils.cli_errors import unknown_type_message
     register_all_modules(init_default_scope=False)
     try:
         cfg = build_cfg(args)
@@ -97,10 +99,19 @@ def main(argv: Optional[List[str]] = None) -> dict:
         dump_errors = failed_dumps(runner)
         wait_for_all_ranks()
         main_process = is_main_process()  # before the group is destroyed
+    except KeyboardInterrupt:
+        # Ctrl-C: a test keeps no partial results, so there is nothing to
+        # save; say so instead of a traceback, exit as shells expect
+        print(f'\nTest interrupted before its metrics were computed; '
+              f'nothing was written to {osp.join(cfg.work_dir, METRICS_FILE)}'
+              '. Run the same command again to test.', file=sys.stderr)
+        sys.exit(INTERRUPTED_EXIT_CODE)
     except Exception as err:
         if isinstance(err, CheckpointMismatchError) or (
                 isinstance(err, ValueError) and args.checkpoint in str(err)):
             sys.exit(f'error: {err}')
+        if unknown_type_message(err):
+            sys.exit(f'error: {unknown_type_message(err)} ({args.config})')
         raise
     finally:
         cleanup_distributed()

@@ -23,11 +23,11 @@ import os.path as osp
 from typing import List, Mapping, Optional
 
 import torch
-from mmengine.config import Config, DictAction
+from mmengine.config import Config
 from mmengine.device import get_device
 
 from ..runtime.precision import check_dtype
-from ..utils.cfg_options import apply_cfg_options
+from ..utils.cfg_options import CfgOptionsAction, apply_cfg_options
 from ..utils.output_paths import (
     OutputPathError,
     check_output_file,
@@ -55,7 +55,7 @@ def parse_run_args(parser: argparse.ArgumentParser,
     ``--launcher``, ``--local-rank``), parse ``argv`` and export
     ``LOCAL_RANK`` for launchers that only pass the flag."""
     parser.add_argument(
-        '--cfg-options', nargs='+', action=DictAction,
+        '--cfg-options', nargs='+', action=CfgOptionsAction,
         help='override config keys, e.g. train_dataloader.batch_size=4; keys '
         'the config does not have are refused, and so are config variables '
         '(set the keys that hold their value; see docs/train_test.md)')
@@ -80,7 +80,7 @@ def load_config(path: str, cfg_options: Optional[Mapping] = None,
     """
     try:
         cfg = read_config(path)
-    except FileNotFoundError as err:
+    except (FileNotFoundError, ValueError) as err:  # missing, not Python
         raise RunConfigError(str(err)) from err
     changes = apply_cfg_options(cfg, cfg_options)
     if notes is not None:

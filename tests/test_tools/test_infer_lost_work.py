@@ -454,3 +454,64 @@ def test_too_small_photos_are_named_as_such(tmp_path, capsys, task, size,
     assert _infer(task, [folder], tmp_path / 'out') == 1  # nothing finished
     log = capsys.readouterr().out
     assert f'thin.png: ValueError: {expected}' in log
+
+
+def _cli_error(argv):
+    """The message of ``tools/infer.py argv`` ending with exit status 1."""
+    with pytest.raises(SystemExit) as exit_info:
+        infer.cli(argv)
+    message = str(exit_info.value.code)
+    assert message.startswith('error: '), message
+    return message
+
+
+def test_user_errors_are_one_error_line(tmp_path):
+    """Tracebacks where docs/inference.md promises an ``error:`` line: a 4K
+    checkpoint with a 1K config, a config syntax error, a misspelled type;
+    a photo passed as checkpoint got torch's advice to set
+    weights_only=False."""
+    import torch
+    from mmengine.config import Config
+
+    from sapiens2_mm.registry import MODELS
+    photo = _photo(tmp_path / 'in' / 'a.png')
+    out = str(tmp_path / 'out')
+    four_k = osp.join(REPO_DIR, 'configs', 'normal',
+                      'sapiens2-tiny-4k_1xb2-30_densesample-256x192.py')
+    ckpt = str(tmp_path / 'n4k.pth')
+    torch.save({'state_dict': MODELS.build(
+        Config.fromfile(four_k).model).state_dict()}, ckpt)
+    message = _cli_error(['normal', tiny_config('normal'), ckpt, '--input',
+                          str(photo), '--output', out])
+    assert 'A 4K checkpoint for a 1K model' in message
+    bad = tmp_path / 'bad.py'
+    bad.write_text("model = dict(type='DenseEstimator'\n")
+    message = _cli_error(['normal', str(bad), '--input', str(photo),
+                          '--output', out])
+    assert str(bad) in message and 'not valid Python' in message
+    assert 'line 1' in message
+    typo = tmp_path / 'typo.py'
+    typo.write_text(f'_base_ = [{tiny_config("normal")!r}]\n'
+                    "model = dict(backbone=dict(type='Sapiens2Bakbone'))\n")
+    message = _cli_error(['normal', str(typo), '--input', str(photo),
+                          '--output', out])
+    assert 'Unknown type Sapiens2Bakbone' in message and str(typo) in message
+    fake = tmp_path / 'model.pth'
+    fake.write_bytes(photo.read_bytes())
+    message = _cli_error(['normal', tiny_config('normal'), str(fake),
+                          '--input', str(photo), '--output', out])
+    assert 'it is a PNG image, not a checkpoint' in message
+    assert 'weights_only' not in message
+    assert _records(tmp_path / 'out')[1] == []  # nothing was done
+
+
+def test_cfg_option_without_a_value_is_named(tmp_path, capsys):
+    """``--cfg-options model.backbone`` said "not enough values to unpack
+    (expected 2, got 1)"."""
+    with pytest.raises(SystemExit) as exit_info:
+        infer.cli(['normal', tiny_config('normal'), '--input', str(tmp_path),
+                   '--output', str(tmp_path / 'out'), '--cfg-options',
+                   'model.backbone'])
+    assert exit_info.value.code == 2  # argparse's usage error
+    err = capsys.readouterr().err
+    assert "--cfg-options 'model.backbone': expected KEY=VALUE" in err

@@ -127,3 +127,48 @@ def test_fsdp_config_without_a_launcher_tests_in_one_process(
                             str(tmp_path / 'p'), '--cfg-options',
                             'experiment_name=plain_one_process'])
     assert fsdp == plain and 'mIoU' in plain
+
+
+# -- meh: user errors of test.py as one line, Ctrl-C without a traceback --
+
+def test_config_errors_and_a_photo_as_checkpoint_are_one_line(
+        tmp_path, seg_checkpoint):
+    bad = tmp_path / 'bad.py'
+    bad.write_text("model = dict(type='EncoderDecoder'\n")
+    with pytest.raises(SystemExit, match=r'^error: .*bad\.py.* not valid '
+                       r'Python: .* at line 1'):
+        test_tool.main([str(bad), seg_checkpoint])
+    typo = tmp_path / 'typo.py'
+    typo.write_text(f'_base_ = [{SEG_TINY!r}]\n'
+                    "model = dict(backbone=dict(type='Sapiens2Bakbone'))\n")
+    with pytest.raises(SystemExit,
+                       match=r'^error: Unknown type Sapiens2Bakbone'):
+        test_tool.main([str(typo), seg_checkpoint, '--work-dir',
+                        str(tmp_path / 'w'), '--cfg-options',
+                        'experiment_name=seg_tiny_typo'])
+    photo = tmp_path / 'model.pth'
+    photo.write_bytes(b'\xff\xd8\xff\xe0' + bytes(64))  # a JPEG's start
+    with pytest.raises(SystemExit) as exit_info:
+        test_tool.main([SEG_TINY, str(photo), '--work-dir',
+                        str(tmp_path / 'w2'), '--cfg-options',
+                        'experiment_name=seg_tiny_jpeg'])
+    message = str(exit_info.value.code)
+    assert message.startswith('error: ') and 'a JPEG image' in message
+    assert 'weights_only' not in message
+
+
+def test_ctrl_c_in_test_exits_130_without_a_traceback(
+        tmp_path, seg_checkpoint, monkeypatch, capsys):
+    from sapiens2_mm.engine import runners
+
+    class Interrupted:
+        def test(self):
+            raise KeyboardInterrupt
+    monkeypatch.setattr(runners, 'build_runner', lambda cfg: Interrupted())
+    with pytest.raises(SystemExit) as exit_info:
+        test_tool.main([SEG_TINY, seg_checkpoint, '--work-dir',
+                        str(tmp_path / 'w')])
+    assert exit_info.value.code == 130
+    err = capsys.readouterr().err
+    assert 'Test interrupted' in err and 'nothing was written' in err
+    assert not (tmp_path / 'w' / 'test_metrics.json').exists()
