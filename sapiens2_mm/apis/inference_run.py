@@ -79,6 +79,10 @@ class InferenceIndex:
         if osp.exists(self.path):
             self._load(out_dir)
             self._file = open(self.path, 'a')
+            if not _ends_with_newline(self.path):
+                # a line cut short (a crash, a full disk): the next line
+                # starts on its own, not glued to it
+                self._file.write('\n')
         else:
             others = [n for n in os.listdir(out_dir) if not n.startswith('.')]
             if others:
@@ -254,9 +258,23 @@ class InferenceIndex:
         return list(self.done.values())
 
     def close(self) -> None:
-        """Close the file (every line is already on disk)."""
+        """Close the file (every line is already on disk, but for one a full
+        disk cut short: that frame is redone by the next run)."""
         if not self._file.closed:
-            self._file.close()
+            try:
+                self._file.close()
+            except OSError:
+                pass
+
+
+def _ends_with_newline(path: str) -> bool:
+    """Whether the file is empty or its last byte is a newline."""
+    with open(path, 'rb') as f:
+        f.seek(0, os.SEEK_END)
+        if f.tell() == 0:
+            return True
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) == b'\n'
 
 
 RANDOM_WEIGHTS_WARNING = (

@@ -515,3 +515,27 @@ def test_cfg_option_without_a_value_is_named(tmp_path, capsys):
     assert exit_info.value.code == 2  # argparse's usage error
     err = capsys.readouterr().err
     assert "--cfg-options 'model.backbone': expected KEY=VALUE" in err
+
+
+def test_a_line_cut_short_does_not_swallow_the_next(tmp_path, capsys):
+    """An index line cut short by a crash or a full disk: the frame is
+    redone, and the next run's first line is not glued to it."""
+    folder, out = tmp_path / 'in', tmp_path / 'out'
+    _photo(folder / 'a.png', 0)
+    _photo(folder / 'b.png', 1)
+    assert _infer('seg', [folder], out) == 0
+    index = out / 'inference_index.jsonl'
+    text = index.read_text()
+    index.write_text(text[:-40])  # b.png's line cut, no newline at the end
+    capsys.readouterr()
+    assert _infer('seg', [folder], out) == 0
+    assert '1 frame(s) processed' in capsys.readouterr().out
+    parsed, broken = [], []
+    for line in index.read_text().splitlines():
+        try:
+            parsed.append(json.loads(line))
+        except json.JSONDecodeError:
+            broken.append(line)
+    assert broken == [text[:-40].splitlines()[-1]]  # only the cut line
+    assert sorted(r['name'] for r in parsed if 'name' in r) == ['a.png',
+                                                                'b.png']
