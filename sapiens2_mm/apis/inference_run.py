@@ -229,10 +229,11 @@ class InferenceIndex:
             elif drawings and record.get('no_vis'):
                 redo[name] = 'done with --no-vis, drawn now'
 
+        videos = {r.get('source') for r in self.video_records.values()}
         frames_of: Dict[str, List[str]] = {}
         for name, record in self.done.items():
-            if record.get('video_frame'):
-                frames_of.setdefault(record.get('source'), []).append(name)
+            if record.get('source') and record['source'] in videos:
+                frames_of.setdefault(record['source'], []).append(name)
             else:
                 check(name, record, [])
         for name, record in self.video_records.items():
@@ -462,10 +463,8 @@ def run_inference(task: str, config: str, inputs, output: str,
                                   source_file=file_identity(frame.source))
                     if frame.warning:
                         record['warning'] = frame.warning
-                    if frame.video_name is not None:
-                        record['video_frame'] = True
-                    elif no_vis:
-                        record['no_vis'] = True
+                    if no_vis and frame.video_name is None:
+                        record['no_vis'] = True  # drawn by a later run
                     index.add(record)
                 except Exception as err:  # noqa: BLE001 - skip, count, list
                     if is_disk_full(err):

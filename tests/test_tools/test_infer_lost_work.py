@@ -296,6 +296,13 @@ def test_frames_done_without_drawings_are_drawn_later(tmp_path, capsys,
     # now all done
     assert _infer('seg', [folder], out, checkpoint=seg_ckpt) == 0
     assert '0 frame(s) processed' in capsys.readouterr().out
+    # a video whose drawing was deleted is redone as a whole
+    (out / 'clip.mp4').unlink()
+    assert _infer('seg', [folder], out, checkpoint=seg_ckpt) == 0
+    log = capsys.readouterr().out
+    assert '2 frame(s) processed' in log
+    assert 'clip.mp4: outputs missing: clip.mp4' in log
+    assert (out / 'clip.mp4').exists()
 
 
 def test_deleted_outputs_are_redone_not_skipped(tmp_path, capsys,
