@@ -366,7 +366,7 @@ def run_inference(task: str, config: str, inputs, output: str,
                          'decodes and draws in one thread).')
     workers = workers or default_workers()
     reader = FrameReader(inputs)
-    task_kwargs = spec.inferencer_kwargs(device=device, **options)
+    task_kwargs = spec.inferencer_kwargs(options, device)
     layout = OutputLayout(output, reader)
     header = dict(
         task=spec.name, config=osp.abspath(config),
@@ -378,7 +378,7 @@ def run_inference(task: str, config: str, inputs, output: str,
         # as JSON reads it back (tuples become lists) for the re-run check
         header['cfg_options'] = json.loads(json.dumps(
             {k: cfg_options[k] for k in sorted(cfg_options)}))
-    header.update(spec.index_options(**options))
+    header.update(spec.index_options(options))
     if not checkpoint:
         header['weights'] = 'random'
         echo(RANDOM_WEIGHTS_WARNING)
@@ -411,7 +411,7 @@ def run_inference(task: str, config: str, inputs, output: str,
         inferencer = spec.build_inferencer(
             model, batch_size=batch_size,
             flip_test=True if flip_test else None, **task_kwargs)
-        writer = spec.open_writer(layout, model, **options)
+        writer = spec.open_writer(layout, model, options)
     except BaseException:
         index.close()
         lock.release()
@@ -440,7 +440,7 @@ def run_inference(task: str, config: str, inputs, output: str,
             workers=1 if serial else workers, overlap=not serial)
         draw = None if no_vis else (
             lambda frame, result: spec.visualize(frame, result, meta,
-                                                 **options))
+                                                 options))
         rendered = render_frames(frames, draw, 1 if serial else workers)
         with closing(frames), closing(rendered):
             for item in rendered:

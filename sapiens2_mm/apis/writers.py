@@ -243,10 +243,10 @@ class TaskWriter:
     Args:
         layout: where files go.
         meta: the model's ``dataset_meta``.
-        **options: the task's options (:meth:`BaseTask.options`).
+        options: the task's options (:meth:`BaseTask.options`).
     """
 
-    def __init__(self, layout: OutputLayout, meta: dict, **options) -> None:
+    def __init__(self, layout: OutputLayout, meta: dict, options) -> None:
         self.layout, self.meta, self.options = layout, meta, options
 
     def write(self, frame: Frame, result) -> dict:

@@ -308,8 +308,9 @@ def test_non_finite_keypoints_are_not_drawn_and_written_as_null():
     kpts[0, 2] = -np.inf
     result = PoseResult('a.jpg', (40, 30), np.array([[0, 0, 1e12, np.nan]]),
                         np.ones(1), kpts, np.ones((1, 17), np.float32))
-    vis = get_task('pose').visualize(Frame('a.jpg', image), result, meta,
-                                     kpt_thr=0.3, radius=2, thickness=1)
+    pose = get_task('pose')
+    vis = pose.visualize(Frame('a.jpg', image), result, meta,
+                         pose.options(kpt_thr=0.3, radius=2, thickness=1))
     assert vis.shape == image.shape and vis.any()
     entry = json.loads(json.dumps(result.to_dict(), allow_nan=False))
     assert entry['instances'][0]['keypoints'][0] == [None, None]

@@ -135,7 +135,7 @@ def draw_stage(task, model, pairs, workers: int) -> int:
     options = task.options()
 
     def draw(frame, result):
-        return task.visualize(frame, result, model.dataset_meta, **options)
+        return task.visualize(frame, result, model.dataset_meta, options)
 
     return sum(len(r.encoded) for r in render_frames(pairs, draw, workers))
 

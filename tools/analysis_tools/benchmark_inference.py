@@ -280,7 +280,7 @@ class Bench:
         reader = FrameReader(self.args.input)
         layout = OutputLayout(out_dir, reader)
         return layout, self.task.open_writer(layout, self.model,
-                                             **self.task_options)
+                                             self.task_options)
 
     @staticmethod
     def _renamed(frame, index: int) -> Frame:
@@ -290,7 +290,7 @@ class Bench:
 
     def _draw(self, frame, result):
         return self.task.visualize(frame, result, self.model.dataset_meta,
-                                   **self.task_options)
+                                   self.task_options)
 
     def pipeline(self, out_dir: str) -> list:
         """As tools/infer.py: the runner, then drawing + encoding on the

@@ -21,6 +21,7 @@ import numpy as np
 from mmengine.config import Config
 
 from ...registry import TASKS
+from .options import TaskOptions
 
 
 class BaseTask(metaclass=ABCMeta):
@@ -61,39 +62,37 @@ class BaseTask(metaclass=ABCMeta):
             'the test set.')
 
     # -- inference -----------------------------------------------------------
+    #: The task's own options (name, type, default, help), declared once:
+    #: ``tools/infer.py TASK`` flags, :func:`run_inference` keywords and the
+    #: defaults all come from it (:mod:`.options`).
+    options_class: Type[TaskOptions] = TaskOptions
+
     def add_cli_arguments(self, parser: argparse.ArgumentParser) -> None:
-        """Add the task's own ``tools/infer.py`` options (default: none)."""
-        return None
+        """Add the task's ``tools/infer.py`` options (:attr:`options_class`)."""
+        self.options_class.add_arguments(parser)
 
-    def options(self, **given) -> dict:
-        """The task's own options (those of :meth:`add_cli_arguments`, by
-        their ``dest`` names) with their defaults, updated with ``given``.
+    def options(self, **given) -> TaskOptions:
+        """The task's options with their defaults, updated with ``given``
+        (by name), checked.
 
         Raises:
-            ValueError: a name that is not one of the task's options.
+            ValueError: a name that is not one of the task's options, or a
+                value that is not allowed.
         """
-        parser = argparse.ArgumentParser(add_help=False)
-        self.add_cli_arguments(parser)
-        options = vars(parser.parse_args([]))
-        unknown = sorted(set(given) - set(options))
-        if unknown:
-            raise ValueError(
-                f'Task {self.name!r} has no option(s) {unknown}; its options '
-                f'are {sorted(options)}.')
-        options.update(given)
-        return options
+        return self.options_class.from_keywords(self.name, **given)
 
-    # The methods below take the task's options (:meth:`options`) as keyword
-    # arguments; each uses its own and ignores the others.
-    def inferencer_kwargs(self, device: str = 'cpu', **options) -> dict:
-        """Extra inferencer arguments from the task's options.
+    # The methods below take the task's options (:meth:`options`).
+    def inferencer_kwargs(self, options: TaskOptions,
+                          device: str = 'cpu') -> dict:
+        """Extra inferencer arguments from the task's options (e.g. the
+        person box source of pose).
 
         Raises:
-            ValueError: contradicting or incomplete options (named).
+            ValueError / FileNotFoundError: a source that cannot be read.
         """
         return {}
 
-    def index_options(self, **options) -> dict:
+    def index_options(self, options: TaskOptions) -> dict:
         """Task options recorded in the run index header: a re-run into the
         same output folder with other values is refused (default: none;
         only non-default values, so earlier indexes stay valid)."""
@@ -106,7 +105,7 @@ class BaseTask(metaclass=ABCMeta):
         return self.inferencer(model, **kwargs)
 
     @abstractmethod
-    def open_writer(self, layout, model, **options):
+    def open_writer(self, layout, model, options: TaskOptions):
         """A :class:`~sapiens2_mm.apis.writers.TaskWriter` for one run."""
 
     def run_report(self, inferencer) -> List[str]:
@@ -114,7 +113,7 @@ class BaseTask(metaclass=ABCMeta):
         return []
 
     def visualize(self, frame, result, meta: dict,
-                  **options) -> Optional[np.ndarray]:
+                  options: TaskOptions) -> Optional[np.ndarray]:
         """(H', W', 3) uint8 BGR drawing of ``result`` on ``frame``, or None."""
         return None
 
