@@ -27,6 +27,7 @@ from ..utils import (
     register_all_modules,
 )
 from ..utils.cli_errors import unknown_type_message
+from .base_inferencer import config_test_pipeline
 from .tasks.base import find_task
 
 ConfigType = Union[str, Path, Config]
@@ -106,8 +107,12 @@ def init_model(config: ConfigType,
         dtype: ``'fp32'`` or ``'bf16'`` (autocast, see
             :mod:`sapiens2_mm.runtime.precision`).
 
+    The task is worked out here, once (:func:`~sapiens2_mm.apis.tasks.
+    find_task`); what follows from it is recorded on the model.
+
     Returns:
-        The model in eval mode on ``device`` with ``model.cfg`` (the config),
+        The model in eval mode on ``device`` with ``model.cfg`` (the config;
+        a bare model config gets the task's default ``test_pipeline``),
         ``model.task`` (a registered task name, see
         :mod:`sapiens2_mm.apis.tasks`) and ``model.dataset_meta`` (the task's
         meta: keypoint names/colors/skeleton/flip indices for pose;
@@ -128,6 +133,10 @@ def init_model(config: ConfigType,
         if 'with_cp' in backbone:
             backbone['with_cp'] = False
     spec.prepare_model_config(cfg)
+    if config_test_pipeline(cfg) is None:  # a bare model config
+        steps = spec.default_inference_pipeline(cfg)
+        if steps is not None:
+            cfg.test_pipeline = steps
     meta = spec.dataset_meta(cfg)  # before building: config errors first
     try:
         model = MODELS.build(cfg.model)

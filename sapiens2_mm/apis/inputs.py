@@ -226,8 +226,8 @@ class FrameReader:
             of those. A file given twice is read once.
 
     Attributes:
-        done: frame names to leave out (already processed by an earlier run).
-        done_videos: video keys to leave out entirely.
+        num_done: inputs left out by the last :meth:`jobs` because an
+            earlier run finished them (:meth:`leave_out`).
 
     Raises:
         FileNotFoundError: a given path does not exist, or nothing readable
@@ -284,9 +284,18 @@ class FrameReader:
         self.base_dir = osp.commonpath(bases) if bases else ''
         self.first_array = 0
         self._assign_names()
-        self.done: Set[str] = set()
-        self.done_videos: Set[str] = set()
+        self._done: Set[str] = set()
+        self._done_videos: Set[str] = set()
         self.num_done = 0
+
+    def leave_out(self, photos: Iterable[str] = (),
+                  videos: Iterable[str] = ()) -> None:
+        """Leave out the photos (frame names) and videos (video keys) an
+        earlier run into the same output folder finished (the run index
+        decides which: :func:`~sapiens2_mm.apis.inference_index.
+        resume_run`); they are counted in :attr:`num_done`."""
+        self._done = set(photos)
+        self._done_videos = set(videos)
 
     def number_arrays_after(self, taken: Iterable[str]) -> None:
         """Number this run's arrays after the highest ``array_<i>.png`` of
@@ -335,12 +344,12 @@ class FrameReader:
         total = 0
         for item, name in zip(self.items, self.names):
             if isinstance(item, str) and is_video(item):
-                if name in self.done_videos:
+                if name in self._done_videos:
                     continue
                 cap = cv2.VideoCapture(item)
                 total += max(int(cap.get(cv2.CAP_PROP_FRAME_COUNT)), 0)
                 cap.release()
-            elif name not in self.done:
+            elif name not in self._done:
                 total += 1
         return total
 
@@ -390,7 +399,7 @@ class FrameReader:
         """One job per frame or unreadable input, in input order.
 
         A photo job decodes its file when called, so several can run on
-        threads (:func:`~sapiens2_mm.apis.runner.ordered_map`); video
+        threads (:func:`~sapiens2_mm.apis.frame_pipeline.ordered_map`); video
         frames are decoded while iterating. Pass each job's
         :class:`Loaded`, in order, to :meth:`record`.
         """
@@ -402,11 +411,11 @@ class FrameReader:
             if isinstance(item, np.ndarray):
                 yield _ready(Loaded(Frame(name, item, stem=stem)))
             elif is_video(item):
-                if name in self.done_videos:
+                if name in self._done_videos:
                     self.num_done += 1
                     continue
                 yield from self._video_jobs(item, name, stem, base)
-            elif name in self.done:
+            elif name in self._done:
                 self.num_done += 1
             else:
                 yield partial(self._load_photo, item, name, stem)

@@ -128,7 +128,8 @@ def test_bad_arguments(tmp_path, inputs):
     with pytest.raises(FileNotFoundError, match='does not exist'):
         infer.main(['seg', tiny_config('seg'), '--input',
                     str(tmp_path / 'nothing'), '--output', str(tmp_path / 'o')])
-    with pytest.raises(ValueError, match='--workers must be >= 1, got 0'):
+    with pytest.raises(ValueError, match=r'workers \(--workers\) must be '
+                       r'an integer >= 1, got 0'):
         infer.main(['seg', tiny_config('seg'), '--input', str(inputs),
                     '--output', str(tmp_path / 'w'), '--workers', '0'])
     assert not (tmp_path / 'w').exists()  # refused before any output
@@ -433,10 +434,10 @@ def _seg_run_drawing_fails_on(tmp_path, monkeypatch, photos, bad, error):
         _photo(folder / f'{i}.jpg', i)
     draw = SegTask.visualize
 
-    def broken(self, frame, result, meta, **options):
+    def broken(self, frame, result, meta, options):
         if frame.name == bad:
             raise error
-        return draw(self, frame, result, meta, **options)
+        return draw(self, frame, result, meta, options)
 
     monkeypatch.setattr(SegTask, 'visualize', broken)
     out = tmp_path / 'out'

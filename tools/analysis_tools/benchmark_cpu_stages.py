@@ -37,9 +37,9 @@ sys.path.insert(0, osp.dirname(osp.abspath(__file__)))
 from benchmark_inference import _override  # noqa: E402
 
 from sapiens2_mm.apis import BoxFile, FrameReader, init_model  # noqa: E402
-from sapiens2_mm.apis.pose_inferencer import coco_person_boxes  # noqa: E402
+from sapiens2_mm.apis.box_sources import coco_person_boxes  # noqa: E402
+from sapiens2_mm.apis.frame_pipeline import ordered_map, render_frames  # noqa: E402
 from sapiens2_mm.apis.results import PoseResult, SegResult  # noqa: E402
-from sapiens2_mm.apis.runner import ordered_map, render_frames  # noqa: E402
 from sapiens2_mm.apis.tasks import get_task  # noqa: E402
 
 TINY_ARCH = ('{"embed_dims": 64, "num_layers": 2, "num_heads": 2, '

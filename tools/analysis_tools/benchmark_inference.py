@@ -11,7 +11,7 @@ photos, repeated ``--repeat`` times):
 * model-only: the network (``forward`` stage: preprocessing on tensors,
   backbone, head, flip test) on the prepared items, batched as the pipeline
   batches them (``--batch-size`` items: pose person crops, seg images);
-* pipeline: the overlapped :class:`~sapiens2_mm.apis.runner.Runner`
+* pipeline: the overlapped :class:`~sapiens2_mm.apis.frame_pipeline.FramePipeline`
   (decoding, crops, heatmap decoding overlapped with the network on
   ``--workers`` threads; crops batched across images), then drawing and
   encoding on as many threads and writing in order, as tools/infer.py;
@@ -49,11 +49,11 @@ from torch.utils.flop_counter import FlopCounterMode
 sys.path.insert(0, osp.join(osp.dirname(osp.abspath(__file__)), '..', '..'))
 
 from sapiens2_mm.apis import BoxFile, FrameReader, init_model  # noqa: E402
-from sapiens2_mm.apis.inputs import Frame  # noqa: E402
-from sapiens2_mm.apis.runner import (  # noqa: E402
+from sapiens2_mm.apis.frame_pipeline import (  # noqa: E402
     default_workers,
     render_frames,
 )
+from sapiens2_mm.apis.inputs import Frame  # noqa: E402
 from sapiens2_mm.apis.tasks import get_task  # noqa: E402
 from sapiens2_mm.apis.writers import OutputLayout, write_image  # noqa: E402
 from sapiens2_mm.runtime.compilation import (  # noqa: E402
@@ -293,7 +293,7 @@ class Bench:
                                    self.task_options)
 
     def pipeline(self, out_dir: str) -> list:
-        """As tools/infer.py: the runner, then drawing + encoding on the
+        """As tools/infer.py: the frame pipeline, then drawing + encoding on the
         same workers, files written in order."""
         layout, writer = self._writer(out_dir)
         workers = self.args.workers or default_workers()

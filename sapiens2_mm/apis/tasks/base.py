@@ -15,7 +15,7 @@ A new task is one subclass registered with
 """
 import argparse
 from abc import ABCMeta, abstractmethod
-from typing import List, Optional, Type
+from typing import Callable, List, Optional, Type
 
 import numpy as np
 from mmengine.config import Config
@@ -54,12 +54,11 @@ class BaseTask(metaclass=ABCMeta):
         (default: nothing to adjust)."""
         return None
 
-    def default_inference_pipeline(self, cfg: Config) -> List[dict]:
-        """Test steps for a config without test_dataloader / test_pipeline."""
-        raise ValueError(
-            f'The {self.name!r} config has no test_dataloader.dataset.pipeline '
-            'or test_pipeline; inference needs it to resize/crop inputs like '
-            'the test set.')
+    def default_inference_pipeline(self, cfg: Config) -> Optional[List[dict]]:
+        """Test steps for a config without test_dataloader / test_pipeline
+        (:func:`~sapiens2_mm.apis.init_model` records them as the model
+        config's ``test_pipeline``), or None: the task has none."""
+        return None
 
     # -- inference -----------------------------------------------------------
     #: The task's own options (name, type, default, help), declared once:
@@ -98,8 +97,19 @@ class BaseTask(metaclass=ABCMeta):
         only non-default values, so earlier indexes stay valid)."""
         return {}
 
-    def build_inferencer(self, model, **kwargs):
-        """The task's inferencer around ``model``."""
+    def build_inferencer(self, model, load_model: Optional[Callable] = None,
+                         **kwargs):
+        """The task's inferencer around ``model``.
+
+        Args:
+            model: a model of this task (:func:`~sapiens2_mm.apis.
+                init_model`).
+            load_model: ``init_model``, for a task whose inferencer runs a
+                second model given as a config and checkpoint (dense
+                ``fg_seg``); the callers above the tasks pass it, so the
+                tasks import no model loading.
+            **kwargs: the inferencer's arguments.
+        """
         if self.inferencer is None:
             raise ValueError(f'Task {self.name!r} registers no inferencer.')
         return self.inferencer(model, **kwargs)

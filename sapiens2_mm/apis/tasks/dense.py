@@ -14,14 +14,15 @@ no key is renamed.
 import os.path as osp
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import List, Optional, Sequence, Type
+from typing import Callable, List, Optional, Sequence, Type
 
 import numpy as np
 from mmengine.config import Config
 
 from ...registry import TASKS
 from ...structures import DenseOutputs, dense_outputs
-from ..dense_inferencer import DenseInferencer, check_foreground_options
+from ..dense_inferencer import DenseInferencer
+from ..mask_sources import check_foreground_options
 from ..writers import TaskWriter, save_array, write_image
 from .base import BaseTask, visualization_hooks
 from .options import TaskOptions, option
@@ -106,6 +107,22 @@ class DenseTask(BaseTask):
                     options: DenseOptions) -> 'DenseWriter':
         writer = self.writer or DenseWriter
         return writer(layout, model.dataset_meta, options, self.outputs)
+
+    def build_inferencer(self, model, load_model: Optional[Callable] = None,
+                         **kwargs) -> DenseInferencer:
+        """:meth:`BaseTask.build_inferencer`; a ``fg_seg`` given as a
+        ``(config, checkpoint)`` pair is loaded with ``load_model`` on the
+        model's device first (the seg model whose masks the dense inferencer
+        computes in its own steps)."""
+        fg_seg = kwargs.get('fg_seg')
+        if isinstance(fg_seg, (tuple, list)) and kwargs.get('seg_dir') is None:
+            if load_model is None:
+                raise ValueError(
+                    'fg_seg as a (config, checkpoint) pair needs load_model '
+                    '(build_inferencer and run_inference pass init_model).')
+            device = str(next(model.parameters()).device)
+            kwargs['fg_seg'] = load_model(*fg_seg, device=device)
+        return super().build_inferencer(model, **kwargs)
 
     # -- tools/infer.py options ---------------------------------------------
     def inferencer_kwargs(self, options: DenseOptions,

@@ -8,8 +8,9 @@ import numpy as np
 from mmengine.config import Config
 
 from ...registry import TASKS
+from ..box_sources import BoxFile, DetectorBoxes, WholeImageBoxes
 from ..inputs import file_identity
-from ..pose_inferencer import BoxFile, DetectorBoxes, PoseInferencer, WholeImageBoxes
+from ..pose_inferencer import PoseInferencer
 from ..writers import TaskWriter, write_text
 from .base import BaseTask, default_visualization_hooks
 from .options import TaskOptions, option
@@ -155,10 +156,10 @@ class PoseTask(BaseTask):
     def prepare_model_config(self, cfg: Config) -> None:
         cfg.model['train_cfg'] = None
 
-    def default_inference_pipeline(self, cfg: Config) -> List[dict]:
+    def default_inference_pipeline(self, cfg: Config) -> Optional[List[dict]]:
         decoder = cfg.model.head.get('decoder') or {}
         if 'input_size' not in decoder:
-            return super().default_inference_pipeline(cfg)
+            return None
         return [
             dict(type='mmpose.GetBBoxCenterScale', padding=1.25),
             dict(type='Sapiens2TopdownAffine',
