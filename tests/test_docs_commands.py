@@ -321,10 +321,19 @@ COVERAGE = {
         'test', 'tests/test_all_configs_inference.py::'
         'test_infer_cli_on_a_bundled_photo'),
     'python tools/train.py configs/seg/'
-    'sapiens2-tiny-4k_1xb2-30_seg29sample-256x192.py': (
+    'sapiens2-tiny-4k_1xb2-30_seg29sample-512x384.py': (
         'test', TINY_4K_TRAIN),
     'python tools/train.py configs/normal/'
-    'sapiens2-tiny-4k_1xb2-30_densesample-256x192.py': (
+    'sapiens2-tiny-4k_1xb2-30_densesample-512x384.py': (
+        'test', TINY_4K_TRAIN),
+    'python tools/train.py configs/pointmap/'
+    'sapiens2-tiny-4k_1xb2-30_densesample-512x384.py': (
+        'test', TINY_4K_TRAIN),
+    'python tools/train.py configs/albedo/'
+    'sapiens2-tiny-4k_1xb2-30_densesample-512x384.py': (
+        'test', TINY_4K_TRAIN),
+    'python tools/train.py configs/pose/'
+    'sapiens2-tiny-4k_1xb12-300_sapiens308sample-512x384.py': (
         'test', TINY_4K_TRAIN),
 }
 
