@@ -25,6 +25,8 @@ import numpy as np
 
 from sapiens2_mm.structures import dense_field, dense_target_fields
 
+from ...transforms.interpolation import nearest_indices
+
 PIXEL_CONVENTIONS = ('center', 'official')
 
 #: Camera matrices in ``results`` that follow the image (``cam_K``) and the
@@ -78,16 +80,10 @@ def _nearest_source(size: int, content: int, before: int, total: int,
                     out: int, interp: int) -> np.ndarray:
     """Per output pixel of one axis, the source pixel that a nearest resize
     ``size -> content``, ``before`` pixels of padding and a nearest resize
-    ``total -> out`` select, or -1 for padding. cv2 resizes rows and columns
-    independently with an index table that depends only on the two lengths,
-    so resizing a ramp of indices reads the table out exactly."""
-    def table(src: int, dst: int) -> np.ndarray:
-        ramp = np.arange(src, dtype=np.float32)[None]
-        return cv2.resize(ramp, (dst, 1), interpolation=interp)[0].astype(
-            np.int64)
-
-    in_content = table(size, content)
-    padded = table(total, out) - before
+    ``total -> out`` select, or -1 for padding (cv2's index tables,
+    :func:`nearest_indices`, composed)."""
+    in_content = nearest_indices(size, content, interp)
+    padded = nearest_indices(total, out, interp) - before
     inside = (padded >= 0) & (padded < content)
     return np.where(inside, in_content[np.clip(padded, 0, content - 1)], -1)
 
