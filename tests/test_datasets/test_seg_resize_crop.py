@@ -136,3 +136,36 @@ def test_class_counts_are_np_unique_counts():
         window = labels[3:-5, 2:-7]  # a non-contiguous view, as a crop is
         _, expected = np.unique(window[window != 255], return_counts=True)
         np.testing.assert_array_equal(crop._class_counts(window), expected)
+
+
+def test_noise_official_generator_is_the_official_draw():
+    """generator='official' (default): np.random.normal of the global
+    generator, as the official code; computed here independently."""
+    img = np.random.default_rng(1).integers(0, 255, (64, 48, 3), np.uint8)
+    noise = TRANSFORMS.build(dict(type='SegRandomGaussianNoise', prob=1.0,
+                                  var_range=(5.0, 20.0)))
+    assert noise.generator == 'official'
+    np.random.seed(3)
+    got = noise(dict(img=img.copy()))['img']
+    np.random.seed(3)
+    np.random.rand()  # the probability draw
+    std = np.sqrt(np.random.uniform(5.0, 20.0))
+    expected = np.clip(img.astype(np.float32) + np.random.normal(
+        0.0, std, img.shape).astype(np.float32), 0, 255).astype(np.uint8)
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_noise_pcg64_option_has_the_official_distribution():
+    """generator='pcg64' (named option): other numbers, the same N(0, var)
+    per pixel and channel (mid-grey image: no clipping)."""
+    img = np.full((512, 512, 3), 128, np.uint8)
+    for generator in ('official', 'pcg64'):
+        noise = TRANSFORMS.build(dict(type='SegRandomGaussianNoise',
+                                      prob=1.0, var_range=(16.0, 16.0),
+                                      generator=generator))
+        np.random.seed(0)
+        # truncation to uint8 moves the mean by about -0.5
+        added = noise(dict(img=img.copy()))['img'].astype(float) - 128 + 0.5
+        assert abs(added.mean()) < 0.02 and abs(added.std() - 4.0) < 0.05
+    with pytest.raises(ValueError, match="generator='mt'"):
+        TRANSFORMS.build(dict(type='SegRandomGaussianNoise', generator='mt'))
