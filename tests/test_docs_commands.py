@@ -296,6 +296,9 @@ COVERAGE = {
     'python tools/benchmarks/label_resize.py': ('test', (
         'tests/test_tools/test_benchmarks.py::'
         'test_label_resize_both_ways_agree')),
+    'python tools/benchmarks/loader_4k.py --rounds 3 --samples 4 --steps': (
+        'test', ('tests/test_tools/test_benchmarks.py::'
+                 'test_loader_4k_before_and_after_give_equal_batches')),
     'python tools/dataset_converters/coco_wholebody_to_sapiens308.py '
     'data/coco/annotations/coco_wholebody_val_v1.0.json '
     'data/coco/annotations/coco_wholebody_val_308.json':
