@@ -76,7 +76,6 @@ def main(argv: Optional[List[str]] = None) -> dict:
     args = parse_args(argv)
     from mmengine.dist import is_main_process
 
-    from sapiens2_mm.apis.run_config import RunConfigError
     from sapiens2_mm.engine.runners import (
         build_runner,
         cleanup_distributed,
@@ -84,18 +83,19 @@ def main(argv: Optional[List[str]] = None) -> dict:
         wait_for_all_ranks,
     )
     from sapiens2_mm.utils import register_all_modules
-    from sapiens2_mm.utils.cfg_options import UnknownConfigKeyError
-    from sapiens2_mm.utils.checkpoint import CheckpointMismatchError
-    from sapiens2_mm.utils.cli_errors import unknown_type_message
+    from sapiens2_mm.utils.cli_errors import (
+        unknown_types_as_config_errors,
+        user_errors_as_exit,
+    )
     register_all_modules(init_default_scope=False)
-    try:
+    with user_errors_as_exit():
         cfg = build_cfg(args)
-    except (RunConfigError, UnknownConfigKeyError) as err:
-        sys.exit(f'error: {err}')
     prepare_cpu_distributed(cfg)
     try:
-        runner = build_runner(cfg)
-        metrics = runner.test()
+        with user_errors_as_exit(), \
+                unknown_types_as_config_errors(args.config):
+            runner = build_runner(cfg)
+            metrics = runner.test()
         dump_errors = failed_dumps(runner)
         wait_for_all_ranks()
         main_process = is_main_process()  # before the group is destroyed
@@ -106,13 +106,6 @@ def main(argv: Optional[List[str]] = None) -> dict:
               f'nothing was written to {osp.join(cfg.work_dir, METRICS_FILE)}'
               '. Run the same command again to test.', file=sys.stderr)
         sys.exit(INTERRUPTED_EXIT_CODE)
-    except Exception as err:
-        if isinstance(err, CheckpointMismatchError) or (
-                isinstance(err, ValueError) and args.checkpoint in str(err)):
-            sys.exit(f'error: {err}')
-        if unknown_type_message(err):
-            sys.exit(f'error: {unknown_type_message(err)} ({args.config})')
-        raise
     finally:
         cleanup_distributed()
     if main_process:

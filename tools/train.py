@@ -95,7 +95,6 @@ def interrupted_message(work_dir: str, argv: List[str], at_iter) -> str:
 def main(argv: Optional[List[str]] = None):
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
-    from sapiens2_mm.apis.run_config import RunConfigError
     from sapiens2_mm.engine.runners import (
         InterruptFlag,
         build_runner,
@@ -105,29 +104,27 @@ def main(argv: Optional[List[str]] = None):
         wait_for_all_ranks,
     )
     from sapiens2_mm.utils import register_all_modules
-    from sapiens2_mm.utils.cfg_options import UnknownConfigKeyError
-    from sapiens2_mm.utils.checkpoint import CheckpointMismatchError
-    from sapiens2_mm.utils.cli_errors import unknown_type_message
-    from sapiens2_mm.utils.train_lock import WorkDirLock, WorkDirLockedError
+    from sapiens2_mm.utils.cli_errors import (
+        unknown_types_as_config_errors,
+        user_errors_as_exit,
+    )
+    from sapiens2_mm.utils.train_lock import WorkDirLock
     register_all_modules(init_default_scope=False)
     notes: List[str] = []
-    try:
+    with user_errors_as_exit():
         cfg = build_cfg(args, notes)
-    except (RunConfigError, UnknownConfigKeyError) as err:
-        sys.exit(f'error: {err}')
     lock = WorkDirLock(cfg.work_dir)
     if global_rank() == 0:
-        try:
+        with user_errors_as_exit():
             note = lock.acquire(force=args.ignore_lock)
-        except WorkDirLockedError as err:
-            sys.exit(f'error: {err}')
         if note:
             notes.append(note)
     prepare_cpu_distributed(cfg)
     runner = None
     interrupt = InterruptFlag()
     try:
-        with interrupt:
+        with interrupt, user_errors_as_exit(), \
+                unknown_types_as_config_errors(args.config):
             runner = build_runner(cfg)
             for note in notes:
                 runner.logger.warning(note)
@@ -140,16 +137,6 @@ def main(argv: Optional[List[str]] = None):
         print('\n' + interrupted_message(cfg.work_dir, argv, at_iter),
               file=sys.stderr)
         sys.exit(INTERRUPTED_EXIT_CODE)
-    except (CheckpointMismatchError, RunConfigError) as err:
-        sys.exit(f'error: {err}')
-    except ValueError as err:
-        if 'Could not read checkpoint' in str(err):
-            sys.exit(f'error: {err}')
-        raise
-    except KeyError as err:  # a misspelled type= in the config
-        if unknown_type_message(err):
-            sys.exit(f'error: {unknown_type_message(err)} ({args.config})')
-        raise
     finally:
         lock.release()
         cleanup_distributed()

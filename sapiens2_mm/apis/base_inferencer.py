@@ -26,6 +26,7 @@ from mmengine.dataset import Compose
 from torch import nn
 
 from ..utils import register_all_modules
+from ..utils.user_errors import ConfigError, OptionError
 from .frame_pipeline import FramePipeline, check_batch_size
 from .inputs import Frame, FrameReader, InputType
 
@@ -51,7 +52,7 @@ def inference_pipeline(cfg: Config, task: str = '') -> Compose:
     """
     pipeline = config_test_pipeline(cfg)
     if pipeline is None:
-        raise ValueError(
+        raise ConfigError(
             f'The {task!r} config has no test_dataloader.dataset.pipeline '
             'or test_pipeline; inference needs it to resize/crop inputs like '
             'the test set.')
@@ -97,7 +98,7 @@ class BaseInferencer(metaclass=ABCMeta):
             from ..runtime.speedups import apply_speedups
             apply_speedups(model, compile=compile, dtype=dtype)
         if getattr(model, 'task', self.task) != self.task:
-            raise ValueError(
+            raise OptionError(
                 f'{type(self).__name__} runs {self.task!r} models, got a '
                 f'{model.task!r} model; use build_inferencer(model).')
         self.model = model

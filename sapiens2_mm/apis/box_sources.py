@@ -33,6 +33,13 @@ import numpy as np
 import torch
 
 from ..utils.checkpoint import check_state_dict, read_checkpoint
+from ..utils.user_errors import (
+    CheckpointError,
+    CheckpointNotFoundError,
+    ConfigNotFoundError,
+    InputError,
+    InputNotFoundError,
+)
 from .inputs import Frame
 
 
@@ -72,16 +79,16 @@ def _parse_box(row, where: str) -> list:
     if (not isinstance(row, (list, tuple)) or len(row) not in (4, 5)
             or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
                        for v in row)):
-        raise ValueError(
+        raise InputError(
             f'{where}: a box must be [x1, y1, x2, y2] or [x1, y1, x2, y2, '
             f'score] numbers, got {row!r}.')
     if not all(math.isfinite(v) for v in row):
-        raise ValueError(
+        raise InputError(
             f'{where}: box {row!r} has a non-finite value (NaN or inf); boxes '
             'are finite pixel corners.')
     x1, y1, x2, y2 = row[:4]
     if x2 <= x1 or y2 <= y1:
-        raise ValueError(
+        raise InputError(
             f'{where}: box {row!r} has x2 <= x1 or y2 <= y1; boxes are '
             'x1, y1, x2, y2 (corners), not x, y, w, h.')
     return list(row[:4]) + [row[4] if len(row) == 5 else 1.0]
@@ -121,7 +128,7 @@ def coco_person_boxes(coco: dict, where: str = 'COCO file',
         image = images.get(ann.get('image_id'))
         what = f'{where}: COCO annotation {ann.get("id")!r}'
         if image is None:
-            raise ValueError(
+            raise InputError(
                 f'{what} refers to image_id {ann.get("image_id")!r}, which '
                 '"images" does not list.')
         bbox = ann.get('bbox')
@@ -130,7 +137,7 @@ def coco_person_boxes(coco: dict, where: str = 'COCO file',
                 for v in bbox)):
             has = f'has "bbox": {bbox!r}' if 'bbox' in ann else \
                 'has no "bbox"'
-            raise ValueError(
+            raise InputError(
                 f'{what} (image {image["file_name"]!r}) {has}; a COCO '
                 'person annotation needs "bbox": [x, y, w, h] in pixels. Fix '
                 'or remove that annotation.')
@@ -162,7 +169,7 @@ def prediction_boxes(data: dict, where: str) -> Dict[str, list]:
                     frame.get('instances'), list) and all(
                         isinstance(ins, dict) and 'bbox' in ins
                         for ins in frame['instances'])):
-            raise ValueError(
+            raise InputError(
                 f'{where}: frames[{i}] is not a predictions frame with '
                 '"image_name" and "instances" holding a "bbox" each.')
         boxes[frame['image_name']] = [ins['bbox']
@@ -192,12 +199,12 @@ class BoxFile:
 
     def __init__(self, path: str, bbox_thr: Optional[float] = None) -> None:
         if not os.path.isfile(path):
-            raise FileNotFoundError(f'Bbox file not found: {path!r}.')
+            raise InputNotFoundError(f'Bbox file not found: {path!r}.')
         try:
             with open(path) as f:
                 data = json.load(f)
         except json.JSONDecodeError as err:
-            raise ValueError(
+            raise InputError(
                 f'Bbox file {path!r} is not valid JSON: {err}.') from err
         where = f'Bbox file {path!r}'
         dropped: list = []
@@ -206,13 +213,13 @@ class BoxFile:
         elif isinstance(data, dict) and 'annotations' in data:
             data = coco_person_boxes(data, where, dropped)
         if not isinstance(data, dict):
-            raise ValueError(
+            raise InputError(
                 f'Bbox file {path!r}: expected a JSON object mapping image '
                 'names to box lists (see docs/inference.md).')
         self.boxes: Dict[str, np.ndarray] = {}
         for name, rows in data.items():
             if not isinstance(rows, list):
-                raise ValueError(
+                raise InputError(
                     f'Bbox file {path!r}, entry {name!r}: expected a list of '
                     f'boxes, got {type(rows).__name__}.')
             parsed = [_parse_box(r, f'{path!r} [{name!r}]') for r in rows]
@@ -282,7 +289,7 @@ def load_detector_weights(model: torch.nn.Module, state: dict,
         # 'missing in checkpoint (N)', 'unexpected ...', 'shape mismatch ...'
         counts = '; '.join(line.split(':', 1)[0].strip()
                            for line in report.strip().splitlines())
-        raise ValueError(
+        raise CheckpointError(
             f'--det-checkpoint {checkpoint!r} does not fit the detector of '
             f'--det-config {config!r} ({counts}). Pass the weights that '
             'belong to that config.')
@@ -310,9 +317,9 @@ class DetectorBoxes:
                  device: str = 'cpu', bbox_thr: float = 0.3,
                  nms_thr: float = 0.3, person_label: int = 0) -> None:
         if not os.path.isfile(config):
-            raise FileNotFoundError(f'Detector config not found: {config!r}.')
+            raise ConfigNotFoundError(f'Detector config not found: {config!r}.')
         if checkpoint is not None and not os.path.isfile(checkpoint):
-            raise FileNotFoundError(
+            raise CheckpointNotFoundError(
                 f'Detector checkpoint not found: {checkpoint!r}.')
         from mmdet.apis import init_detector
         from mmdet.utils import register_all_modules as mmdet_register

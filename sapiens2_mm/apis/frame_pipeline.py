@@ -49,6 +49,7 @@ from typing import (
 import numpy as np
 import torch
 
+from ..utils.user_errors import OptionError
 from .inputs import Frame, Loaded
 from .writers import encode_image
 
@@ -64,7 +65,7 @@ def check_workers(workers: int) -> int:
     saying so: the one check of the value, for the API and the tool."""
     if not isinstance(workers, int) or isinstance(workers, bool) \
             or workers < 1:
-        raise ValueError(f'workers (--workers) must be an integer >= 1, got '
+        raise OptionError(f'workers (--workers) must be an integer >= 1, got '
                          f'{workers!r}; 1 decodes and draws in one thread.')
     return workers
 
@@ -75,7 +76,7 @@ def check_batch_size(batch_size: int) -> int:
     tool."""
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) \
             or batch_size < 1:
-        raise ValueError(f'batch_size (--batch-size) must be an integer >= '
+        raise OptionError(f'batch_size (--batch-size) must be an integer >= '
                          f'1, got {batch_size!r}.')
     return batch_size
 
@@ -277,7 +278,7 @@ class FramePipeline:
                  failures: Optional[List[Tuple[str, str]]] = None,
                  strict: bool = False) -> None:
         if prefetch < 1:
-            raise ValueError(f'prefetch must be >= 1, got {prefetch}.')
+            raise OptionError(f'prefetch must be >= 1, got {prefetch}.')
         self.inferencer = inferencer
         self.workers = check_workers(workers)
         self.overlap = workers > 1 if overlap is None else overlap

@@ -23,6 +23,7 @@ import re
 from typing import Callable, Dict, List, Mapping, Sequence, Tuple
 
 from ..utils.train_lock import INFERENCE_LOCK, WorkDirLock
+from ..utils.user_errors import OutputExistsError
 from .inputs import FrameReader, file_identity
 from .writers import OutputLayout
 
@@ -64,7 +65,7 @@ class InferenceIndex:
         else:
             others = [n for n in os.listdir(out_dir) if not n.startswith('.')]
             if others:
-                raise FileExistsError(
+                raise OutputExistsError(
                     f'Output folder {out_dir!r} already holds files '
                     f'({", ".join(sorted(others)[:3])}, ...) but no '
                     f'{INDEX_NAME}: they were not written by tools/infer.py '
@@ -83,7 +84,7 @@ class InferenceIndex:
         has_work = any(line.strip() for line in lines[1:])
         if has_work and not (isinstance(old, dict)
                              and old.get('format') == FORMAT):
-            raise FileExistsError(
+            raise OutputExistsError(
                 f'{self.path}: line 1 is not a readable index header '
                 f'({lines[0][:60]!r}); the index is damaged, so the settings '
                 'its finished frames were made with are unknown. Pass a new '
@@ -100,7 +101,7 @@ class InferenceIndex:
                 f.write(json.dumps(self.header) + '\n')
             return
         if differ:
-            raise FileExistsError(
+            raise OutputExistsError(
                 f'{self.path} was written with other settings ('
                 + '; '.join(f'{k}: {old.get(k)!r} then, '
                             f'{self.header.get(k)!r} now' for k in differ)
@@ -178,7 +179,7 @@ class InferenceIndex:
                 f'{path!r} ({now[0] if now else "?"} bytes'
                 f'{", changed since" if same_path else ""})')
         if conflicts:
-            raise FileExistsError(
+            raise OutputExistsError(
                 f'{self.path} holds results of other files for '
                 f'{len(conflicts)} input name(s): ' + '; '.join(conflicts[:3])
                 + ('; ...' if len(conflicts) > 3 else '') + '. They are not '

@@ -36,6 +36,7 @@ from typing import Callable, Iterable, List, Optional, Tuple
 
 from ..runtime.devices import check_device
 from ..utils.output_paths import is_disk_full
+from ..utils.user_errors import ConfigError
 from .frame_pipeline import (
     FramePipeline,
     check_batch_size,
@@ -193,7 +194,7 @@ def _task_inferencer(spec: BaseTask, model, config: str, kwargs: dict):
     """The task's inferencer of ``model``, after checking the config is of
     the task asked for."""
     if model.task != spec.name:
-        raise ValueError(f'{config} is a {model.task!r} config, not '
+        raise ConfigError(f'{config} is a {model.task!r} config, not '
                          f'{spec.name!r}.')
     return spec.build_inferencer(model, load_model=init_model, **kwargs)
 

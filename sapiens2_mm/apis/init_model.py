@@ -26,7 +26,8 @@ from ..utils import (
     read_checkpoint,
     register_all_modules,
 )
-from ..utils.cli_errors import unknown_type_message
+from ..utils.cli_errors import unknown_types_as_config_errors
+from ..utils.user_errors import CheckpointError, ConfigError, ConfigNotFoundError
 from .base_inferencer import config_test_pipeline
 from .tasks.base import find_task
 
@@ -43,13 +44,13 @@ def load_config(config: ConfigType) -> Config:
             f'{type(config).__name__}.')
     path = os.fspath(config)
     if not osp.isfile(path):
-        raise FileNotFoundError(
+        raise ConfigNotFoundError(
             f'Config file not found: {path!r}. Pass a file from configs/ '
             '(e.g. configs/pose/sapiens2-1b_8xb7-20k_sapiens308-1024x768.py).')
     try:
         return Config.fromfile(path)
     except SyntaxError as err:  # mmengine names neither file nor line
-        raise ValueError(
+        raise ConfigError(
             f'Config file {path!r} (or one of its _base_ files) is not valid '
             f'Python: {err.msg} at line {err.lineno}.') from None
 
@@ -77,7 +78,7 @@ def load_task_checkpoint(model: nn.Module, checkpoint: str,
         hint = (' It holds only backbone (pretrain) weights; fine-tune a '
                 'task model or download a task checkpoint.'
                 if found == 'pretrain' else '')
-        raise ValueError(
+        raise CheckpointError(
             f'Checkpoint {checkpoint!r} is a {found!r} checkpoint but the '
             f'config builds a {task!r} model.{hint} Pass a {task} checkpoint '
             'or a config of the matching task.')
@@ -139,12 +140,12 @@ def init_model(config: ConfigType,
             cfg.test_pipeline = steps
     meta = spec.dataset_meta(cfg)  # before building: config errors first
     try:
-        model = MODELS.build(cfg.model)
-    except KeyError as err:
-        message = unknown_type_message(err)
-        if message is None:
+        with unknown_types_as_config_errors(_config_name(config)):
+            model = MODELS.build(cfg.model)
+    except ValueError as err:  # a value of the config a part refuses
+        if isinstance(err, ConfigError):
             raise
-        raise ValueError(f'{message} ({_config_name(config)})') from None
+        raise ConfigError(str(err)) from err
     if checkpoint is not None:
         load_task_checkpoint(model, checkpoint, task)
     model.cfg = cfg

@@ -40,6 +40,8 @@ from typing import (
 import cv2
 import numpy as np
 
+from ..utils.user_errors import InputError, InputNotFoundError
+
 #: The name of an input array (``array_<i:06d>.png``), group 1 its number.
 ARRAY_NAME = re.compile(r'array_(\d{6,})\.png')
 IMAGE_EXTS = ('.jpg', '.jpeg', '.png', '.bmp', '.tif', '.tiff', '.webp')
@@ -122,15 +124,15 @@ def _as_bgr(image: np.ndarray, what: str) -> np.ndarray:
     if image.ndim == 2:
         image = np.repeat(image[..., None], 3, axis=2)
     if image.ndim != 3 or image.shape[2] not in (3, 4):
-        raise ValueError(
+        raise InputError(
             f'{what}: expected an (H, W, 3) BGR image array, got shape '
             f'{image.shape}.')
     if image.dtype != np.uint8:
-        raise ValueError(
+        raise InputError(
             f'{what}: expected dtype uint8 (0-255 BGR), got {image.dtype}. '
             'Convert with np.clip(x, 0, 255).astype(np.uint8).')
     if image.size == 0:
-        raise ValueError(f'{what}: shape {image.shape} has no pixels; pass '
+        raise InputError(f'{what}: shape {image.shape} has no pixels; pass '
                          'an image of at least 1x1.')
     return np.ascontiguousarray(image[..., :3])
 
@@ -261,7 +263,7 @@ class FrameReader:
                 bases.append(osp.dirname(path))
                 files = [path]
             else:
-                raise FileNotFoundError(
+                raise InputNotFoundError(
                     f'Input {os.fspath(item)!r} does not exist; pass an '
                     'image, a video or a folder of images.')
             for f in files:
@@ -275,7 +277,7 @@ class FrameReader:
         self.skipped: List[Tuple[str, str]] = list(self.empty_folders)
         if not self.items:
             where = ', '.join(repr(f) for f in empty) or 'the inputs'
-            raise FileNotFoundError(
+            raise InputNotFoundError(
                 f'No images or videos found in {where}. '
                 f'{_extensions_message()}')
         for i, item in enumerate(self.items):

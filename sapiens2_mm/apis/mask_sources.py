@@ -34,6 +34,7 @@ import cv2
 import numpy as np
 from mmengine.logging import print_log
 
+from ..utils.user_errors import InputNotAFolderError, OptionError
 from .inputs import Frame
 from .seg_inferencer import SegInferencer
 
@@ -113,7 +114,7 @@ def check_mask_size(mask: np.ndarray, frame: Frame, where: str) -> np.ndarray:
 def check_seg_dir(seg_dir: str) -> str:
     """``seg_dir`` if it is a folder, else a NotADirectoryError saying so."""
     if not osp.isdir(seg_dir):
-        raise NotADirectoryError(
+        raise InputNotAFolderError(
             f'--seg-dir {seg_dir!r} is not a folder; give the folder of '
             'the masks (e.g. the output folder of tools/infer.py seg).')
     return seg_dir
@@ -127,7 +128,7 @@ def check_foreground_options(seg_dir: Optional[str], fg_seg) -> None:
         ValueError: both given. NotADirectoryError: see :func:`check_seg_dir`.
     """
     if seg_dir is not None and fg_seg is not None:
-        raise ValueError('--seg-dir and --fg-seg (seg_dir / fg_seg) both '
+        raise OptionError('--seg-dir and --fg-seg (seg_dir / fg_seg) both '
                          'give the foreground; use one of them.')
     if seg_dir is not None:
         check_seg_dir(seg_dir)
@@ -317,12 +318,12 @@ def foreground_source(seg_dir: Optional[str] = None, fg_seg=None,
     if isinstance(fg_seg, SegInferencer):
         return SegModelMasks(fg_seg)
     if isinstance(fg_seg, (tuple, list)):
-        raise ValueError(
+        raise OptionError(
             'DenseInferencer takes fg_seg as a seg model or a SegInferencer; '
             'build_inferencer(model, fg_seg=(config, checkpoint)) and '
             'run_inference load the seg model of a pair.')
     if getattr(fg_seg, 'task', None) != 'seg':
-        raise ValueError(
+        raise OptionError(
             'fg_seg must be a seg model, a SegInferencer or a (seg config, '
             f'checkpoint) pair; got a {getattr(fg_seg, "task", None)!r} '
             'model.')

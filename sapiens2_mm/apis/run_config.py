@@ -35,6 +35,7 @@ from ..utils.output_paths import (
     check_writable_dir,
 )
 from ..utils.safe_torch_load import allow_mmengine_checkpoint_globals
+from ..utils.user_errors import UserError
 from ..utils.work_dir import checkpoint_problem, find_resume_checkpoint
 from .init_model import load_config as read_config
 from .tasks import find_task
@@ -45,7 +46,7 @@ LOAD_HOOK = 'CheckedCheckpointLoadHook'
 DUMP_METRIC = 'AtomicDumpResults'
 
 
-class RunConfigError(ValueError):
+class RunConfigError(UserError, ValueError):
     """A config or option that cannot run, with what to do instead."""
 
 

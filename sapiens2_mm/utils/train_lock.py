@@ -18,6 +18,8 @@ import sys
 import time
 from typing import Optional
 
+from .user_errors import UserError
+
 LOCK_NAME = '.train.lock'
 #: :class:`WorkDirLock` arguments of ``tools/infer.py``'s output folder lock.
 INFERENCE_LOCK = dict(
@@ -28,7 +30,7 @@ INFERENCE_LOCK = dict(
     'is gone (e.g. it ran on another machine), delete {path}.')
 
 
-class WorkDirLockedError(RuntimeError):
+class WorkDirLockedError(UserError, RuntimeError):
     """Another training holds the work dir."""
 
 

@@ -21,6 +21,7 @@ import numpy as np
 from mmengine.config import Config
 
 from ...registry import TASKS
+from ...utils.user_errors import ConfigError, OptionError
 from .options import TaskOptions
 
 
@@ -134,7 +135,7 @@ class BaseTask(metaclass=ABCMeta):
         Returns:
             The folder the images will actually be written to.
         """
-        raise ValueError(
+        raise ConfigError(
             f'Task {self.name!r} has no visualization hook for --show-dir.')
 
 
@@ -153,7 +154,7 @@ def get_task(name: str) -> BaseTask:
     TASKS.import_from_location()
     cls = TASKS.module_dict.get(name)
     if cls is None:
-        raise ValueError(
+        raise OptionError(
             f'Unknown task {name!r}; registered tasks: {task_names()}. A new '
             'task registers a BaseTask subclass (docs/inference.md).')
     task = cls()
@@ -172,19 +173,19 @@ def find_task(cfg: Config) -> BaseTask:
     """
     model = cfg.get('model')
     if model is None:
-        raise ValueError('The config has no `model` entry; pass a task config '
+        raise ConfigError('The config has no `model` entry; pass a task config '
                          'from configs/.')
     if cfg.get('task'):
         return get_task(cfg.task)
     found = [t for t in map(get_task, task_names()) if t.matches(cfg)]
     head = model.get('decode_head') or model.get('head') or {}
     if not found:
-        raise ValueError(
+        raise ConfigError(
             f'No registered task runs model type {model.get("type")!r} with '
             f'head {head.get("type")!r}; registered tasks: {task_names()}. '
             "Set task='<name>' in the config or register a task.")
     if len(found) > 1:
-        raise ValueError(
+        raise ConfigError(
             f'Several tasks accept this config ({[t.name for t in found]}); '
             "set task='<name>' in the config.")
     return found[0]

@@ -21,6 +21,7 @@ from mmengine.config import Config
 
 from ...registry import TASKS
 from ...structures import DenseOutputs, dense_outputs
+from ...utils.user_errors import OptionError
 from ..dense_inferencer import DenseInferencer
 from ..mask_sources import check_foreground_options
 from ..writers import TaskWriter, save_array, write_image
@@ -117,7 +118,7 @@ class DenseTask(BaseTask):
         fg_seg = kwargs.get('fg_seg')
         if isinstance(fg_seg, (tuple, list)) and kwargs.get('seg_dir') is None:
             if load_model is None:
-                raise ValueError(
+                raise OptionError(
                     'fg_seg as a (config, checkpoint) pair needs load_model '
                     '(build_inferencer and run_inference pass init_model).')
             device = str(next(model.parameters()).device)

@@ -19,6 +19,8 @@ import argparse
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
+from ...utils.user_errors import OptionError
+
 
 def option(default: Any, text: Optional[str] = None, *,
            choices: Optional[Sequence] = None,
@@ -93,7 +95,7 @@ class TaskOptions:
         """
         unknown = sorted(set(given) - set(cls.names()))
         if unknown:
-            raise ValueError(
+            raise OptionError(
                 f'Task {task!r} has no option(s) {unknown}; its options '
                 f'are {sorted(cls.names())}.')
         return cls(**given)
@@ -142,7 +144,7 @@ class TaskOptions:
             value = getattr(self, f.name)
             choices = f.metadata['choices']
             if choices and value not in choices:
-                raise ValueError(
+                raise OptionError(
                     f'{f.name} ({flag(f.name)}) must be one of '
                     f'{", ".join(map(repr, choices))}; got {value!r}.')
             if f.metadata['check'] is not None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import List, Union
 
 from ...registry import TASKS
+from ...utils.user_errors import OptionError
 from ..ply import pointmap_to_cloud, write_ply
 from ..writers import write_text
 from .dense import DenseOptions, DenseTask, DenseWriter, frame_entry
@@ -56,7 +57,7 @@ def check_ply_step(value):
     if value == 'auto' or (isinstance(value, int) and
                            not isinstance(value, bool) and value >= 1):
         return value
-    raise ValueError(f"ply_step (--ply-step) must be 'auto' or an integer "
+    raise OptionError(f"ply_step (--ply-step) must be 'auto' or an integer "
                      f'>= 1, got {value!r}.')
 
 

@@ -8,6 +8,7 @@ import numpy as np
 from mmengine.config import Config
 
 from ...registry import TASKS
+from ...utils.user_errors import ConfigError, OptionError
 from ..box_sources import BoxFile, DetectorBoxes, WholeImageBoxes
 from ..inputs import file_identity
 from ..pose_inferencer import PoseInferencer
@@ -42,7 +43,7 @@ def pose_dataset_meta(cfg: Config) -> dict:
         cls = dataset.type if isinstance(dataset.type, type) else \
             DATASETS.get(dataset.type)
         if cls is None:
-            raise ValueError(
+            raise ConfigError(
                 f'The test dataset type {dataset.type!r} is not registered '
                 '(own types unprefixed, mmpose types as "mmpose.<Name>").')
         metainfo = getattr(cls, 'METAINFO', None)
@@ -50,7 +51,7 @@ def pose_dataset_meta(cfg: Config) -> dict:
         metainfo = keypoints308_dataset_info()
     meta = parse_pose_metainfo(dict(metainfo)) if metainfo else None
     if meta is None or meta.get('num_keypoints') != num_kpts:
-        raise ValueError(
+        raise ConfigError(
             f'The config\'s test dataset gives no metainfo for {num_kpts} '
             'keypoints (got '
             f'{None if meta is None else meta.get("num_keypoints")}). Set '
@@ -109,7 +110,7 @@ class PoseOptions(TaskOptions):
         config, and one box source."""
         super().check()
         if self.det_checkpoint and not self.det_config:
-            raise ValueError(
+            raise OptionError(
                 '--det-checkpoint needs --det-config (the detector config '
                 'the weights belong to).')
 

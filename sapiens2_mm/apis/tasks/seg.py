@@ -6,6 +6,7 @@ import numpy as np
 from mmengine.config import Config
 
 from ...registry import TASKS
+from ...utils.user_errors import ConfigError
 from ..seg_inferencer import SegInferencer
 from ..writers import TaskWriter, save_array
 from .base import BaseTask, default_visualization_hooks
@@ -36,7 +37,7 @@ def seg_dataset_meta(cfg: Config) -> dict:
     elif num_classes == 29:
         meta = seg29_metainfo()
     if meta is None or len(meta['classes']) != num_classes:
-        raise ValueError(
+        raise ConfigError(
             f'No class names/palette for a {num_classes}-class seg model; '
             'set test_dataloader.dataset.metainfo=dict(classes=..., '
             'palette=...).')

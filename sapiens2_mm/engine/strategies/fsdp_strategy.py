@@ -36,6 +36,7 @@ from torch.distributed.fsdp.fully_sharded_data_parallel import (
 )
 
 from ...registry import STRATEGIES
+from ...utils.user_errors import ConfigError
 from ..hooks.checked_load_hook import load_checkpoint_into
 from .fsdp_shapes import record_full_shapes
 from .fsdp_twins import twin_wrap_policy
@@ -193,7 +194,7 @@ def check_state_dict_cfg(state_dict_cfg: Union[str, dict]) -> None:
         kind = getattr(kind, 'name', kind)
     if kind in ('full', 'FULL_STATE_DICT'):
         return
-    raise ValueError(
+    raise ConfigError(
         f'Sapiens2FSDPStrategy: state_dict_cfg={state_dict_cfg!r} is not '
         "supported: sharded ('local') checkpoints are folders of per-rank "
         "shards that cannot be resumed or tested. Set state_dict_cfg='full' "
