@@ -12,8 +12,10 @@ FSDP1, ``FullyShardedDataParallel``; see docs/large_models.md for why not
 * ``clip_grad`` clips by the global norm (``FSDP.clip_grad_norm_``);
 * resume: torch's argument order for ``optim_state_dict_to_load``, no
   aliased gather buffers on CPU, the logged ``base_lr`` restored;
-* ``state_dict_cfg='local'`` (per-rank shard folders nothing reads back) is
-  refused when the strategy is built;
+* ``state_dict_cfg='sharded'``: each rank writes and reads its own shards
+  (torch.distributed.checkpoint, ``sharded_checkpoint.py``); mmengine's
+  ``'local'`` (per-rank flat-shard folders nothing reads back) is refused
+  when the strategy is built;
 * a checkpoint to test or fine-tune from is loaded into the unwrapped model
   (``load_before_wrap``), strictly and with official key names mapped;
 * an EMA teacher (pretraining) and its student parts become twin FSDP units;
@@ -27,8 +29,11 @@ FSDP1, ``FullyShardedDataParallel``; see docs/large_models.md for why not
 """
 import copy
 import os
+import os.path as osp
+import time
 from typing import Callable, Optional, Union
 
+import mmengine
 import torch
 from mmengine._strategy import FSDPStrategy
 from mmengine.device import get_device
@@ -53,8 +58,12 @@ from .meta_init import (
     meta_parameters,
     pretrained_blockers,
 )
+from .sharded_checkpoint import load_sharded, save_sharded
 
 BASE_PARAM_SETTINGS = 'base_param_settings'
+# what load_checkpoint leaves as the checkpoint's 'optimizer' once a sharded
+# checkpoint's optimizer state is loaded (upstream resume passes it on)
+_LOADED_SHARDED = object()
 
 
 def fsdp_device_id() -> Union[int, torch.device]:
@@ -89,7 +98,9 @@ class Sapiens2FSDPStrategy(FSDPStrategy):
     Args:
         model_wrapper: as FSDPStrategy; ``device_id`` defaults to
             :func:`fsdp_device_id`.
-        state_dict_cfg: ``'full'`` (one consolidated checkpoint) or a dict of
+        state_dict_cfg: ``'full'`` (one consolidated checkpoint written by
+            rank 0), ``'sharded'`` (a folder of per-rank shard files, see
+            :mod:`sapiens2_mm.utils.sharded_checkpoint`) or a dict of
             FULL_STATE_DICT settings. ``'local'`` is refused.
         activation_checkpointing: as FSDPStrategy; None or
             ``dict(check_fn=None)`` turns it off.
@@ -111,8 +122,10 @@ class Sapiens2FSDPStrategy(FSDPStrategy):
                 'check_fn') is None:
             activation_checkpointing = None
         check_state_dict_cfg(state_dict_cfg)
+        self.sharded = state_dict_cfg == 'sharded'
         super().__init__(model_wrapper=copy.deepcopy(model_wrapper),
-                         state_dict_cfg=state_dict_cfg,
+                         state_dict_cfg='full' if self.sharded
+                         else state_dict_cfg,
                          activation_checkpointing=activation_checkpointing,
                          **kwargs)
         if get_device() == 'cpu':
@@ -242,6 +255,56 @@ class Sapiens2FSDPStrategy(FSDPStrategy):
             wrapper.clip_func = global_norm_clipper(model or self.model)
         return wrapper
 
+    def save_checkpoint(self, filename: str, *, save_optimizer: bool = True,
+                        save_param_scheduler: bool = True,
+                        extra_ckpt: Optional[dict] = None,
+                        callback: Optional[Callable] = None) -> None:
+        """As upstream with ``'full'``; with ``'sharded'`` the folder
+        ``filename`` of per-rank shards (every rank writes its own)."""
+        if not self.sharded:
+            return super().save_checkpoint(
+                filename, save_optimizer=save_optimizer,
+                save_param_scheduler=save_param_scheduler,
+                extra_ckpt=extra_ckpt, callback=callback)
+        checkpoint = dict(extra_ckpt or {})
+        meta = checkpoint.setdefault('meta', {})
+        meta.update(seed=self.seed,
+                    time=time.strftime('%Y%m%d_%H%M%S', time.localtime()),
+                    mmengine=mmengine.__version__)
+        optimizer = None
+        if save_optimizer and hasattr(self, 'optim_wrapper'):
+            optimizer = self.optim_wrapper.optimizer
+            settings = getattr(self.optim_wrapper, BASE_PARAM_SETTINGS, None)
+            if settings is not None:
+                checkpoint[BASE_PARAM_SETTINGS] = copy.deepcopy(settings)
+        if save_param_scheduler and hasattr(self, 'param_schedulers'):
+            checkpoint['param_schedulers'] = self.scheduler_state_dict()
+        if callback is not None:
+            callback(checkpoint)
+        save_sharded(filename, self.model, optimizer, checkpoint)
+
+    def load_checkpoint(self, filename: str, **kwargs) -> dict:
+        """A sharded checkpoint folder: this rank's shards of the model (and
+        of the optimizer, applied by :meth:`load_optim_state_dict` when
+        resuming); a file: as upstream."""
+        if not osp.isdir(filename):
+            return super().load_checkpoint(filename, **kwargs)
+        self.logger.info(f'Load sharded checkpoint from {filename}')
+        optimizer = getattr(self, 'optim_wrapper', None)
+        checkpoint = load_sharded(
+            filename, self.model,
+            None if optimizer is None else optimizer.optimizer)
+        settings = checkpoint.pop(BASE_PARAM_SETTINGS, None)
+        if optimizer is not None:
+            checkpoint['optimizer'] = _LOADED_SHARDED
+            if settings is not None and hasattr(optimizer,
+                                                BASE_PARAM_SETTINGS):
+                optimizer.base_param_settings = settings
+        callback = kwargs.get('callback')
+        if callback is not None:
+            callback(checkpoint)
+        return checkpoint
+
     def optim_state_dict(self) -> dict:
         """Full optimizer state, plus the wrapper's ``base_param_settings``.
 
@@ -263,6 +326,8 @@ class Sapiens2FSDPStrategy(FSDPStrategy):
         argument order of torch < 2.1; torch 2.x takes (model, optim,
         state_dict) and failed with "unhashable type: 'dict'" on every resume.
         """
+        if state_dict is _LOADED_SHARDED:  # done with the model's shards
+            return
         state_dict = dict(state_dict)
         settings = state_dict.pop(BASE_PARAM_SETTINGS, None)
         loadable = FSDP.optim_state_dict_to_load(
@@ -274,22 +339,24 @@ class Sapiens2FSDPStrategy(FSDPStrategy):
 
 
 def check_state_dict_cfg(state_dict_cfg: Union[str, dict]) -> None:
-    """Refuse sharded ('local') checkpoints before any training happens.
+    """Refuse mmengine's 'local' checkpoints before any training happens.
 
     Upstream defect (mmengine 0.10.7): 'local' writes ``iter_N.pth/rank<r>.pth``
     folders of ShardedTensors that ``--resume PATH``, ``--resume auto``,
     ``load_from`` and weights-only loading all fail to read; a run would save
-    checkpoints that cannot be continued. Use 'full'.
+    checkpoints that cannot be continued. 'sharded' is the readable kind.
     """
     kind = state_dict_cfg
     if isinstance(state_dict_cfg, dict):
         kind = state_dict_cfg.get('state_dict_type', 'LOCAL_STATE_DICT')
         kind = getattr(kind, 'name', kind)
-    if kind in ('full', 'FULL_STATE_DICT'):
+    if kind in ('full', 'FULL_STATE_DICT', 'sharded'):
         return
     raise ValueError(
         f'Sapiens2FSDPStrategy: state_dict_cfg={state_dict_cfg!r} is not '
-        "supported: sharded ('local') checkpoints are folders of per-rank "
-        "shards that cannot be resumed or tested. Set state_dict_cfg='full' "
-        '(one consolidated checkpoint on rank 0; loadable anywhere).')
+        "supported: mmengine's 'local' checkpoints are folders of per-rank "
+        "flat shards that cannot be resumed or tested. Set "
+        "state_dict_cfg='sharded' (each rank writes and reads its own shards; "
+        "tools/model_converters/consolidate_sharded_checkpoint.py makes a "
+        "plain .pth) or 'full' (one checkpoint gathered on rank 0).")
 

@@ -21,11 +21,12 @@ in-place operations, e.g. ``normal_(0, std)`` of mmcv's ``kaiming_init`` or
 ``fill_(0)``, and a constant initial value such as ``torch.zeros``); it is
 replayed on the unit's parameters, then the model's own ``init_weights`` runs
 on the template. Operations on meta parameters do nothing, so the unit
-receives what the model's construction and init code give it. Random draws are seeded per parameter (``(seed, name, k)`` for the k-th
-draw on it), so a parameter's value depends on neither the unit layout nor the
-world size: 1, 2 or 8 ranks start from the same model. Values differ from a
-plain build (whose draws follow one stream through the whole constructor and
-init); the distributions are those of the same init code. A checkpoint to
+receives what the model's construction and init code give it. Random draws
+are seeded per parameter (``(seed, name, k)`` for the k-th draw on it), so a
+parameter's value depends on neither the unit layout nor the world size: 1, 2
+or 8 ranks start from the same model. Values differ from a plain build (whose
+draws follow one stream through all constructors and the init); the
+distributions are those of the same init code. A checkpoint to
 start from (fine-tuning ``load_from``, testing) or a ``Pretrained`` backbone is
 read through a map of the file, so each unit reads its own tensors.
 
