@@ -24,6 +24,7 @@ import torch
 import torch.distributed.checkpoint as dcp
 from mmengine.dist import barrier, is_main_process
 from torch import nn
+from torch.distributed.checkpoint import DefaultLoadPlanner
 from torch.distributed.checkpoint.state_dict import (
     StateDictOptions,
     get_model_state_dict,
@@ -110,7 +111,15 @@ def load_sharded(path: str, model: nn.Module,
         else:
             state = dict(state_dict=get_model_state_dict(model,
                                                          options=SHARDED))
-        dcp.load(state, checkpoint_id=path)
+        # Upstream defect (torch 2.14 DefaultLoadPlanner): flattening drops
+        # a ShardedTensor of which this rank holds no shard (FSDP1 leaves
+        # small parameters of a unit on one rank), the planner reads the
+        # missing key as a checkpoint of torch <= 2.3, switches to that key
+        # layout and fails ("Missing key in checkpoint state_dict:
+        # optimizer.param_groups"). FSDP1's state dicts hold no nested
+        # ShardedTensors, so there is nothing to flatten.
+        dcp.load(state, checkpoint_id=path,
+                 planner=DefaultLoadPlanner(flatten_sharded_tensors=False))
         set_model_state_dict(model, state['state_dict'], options=SHARDED)
         if optimizer is not None:
             set_optimizer_state_dict(model, optimizer, state['optimizer'],
