@@ -6,9 +6,9 @@ config's ``strategy`` (``key=value`` pairs override its arguments, e.g.
 ``init_on_meta=False``) on the gloo backend, prepares the config's model, and
 writes
 
-* ``OUT/rank<r>.json``: this rank's parameter bytes after wrapping (its
-  shards), the full model's parameter bytes, and the strategy's meta-init
-  figures (``meta_init_report``);
+* ``OUT/rank<r>.json``: this rank's parameter bytes when wrapping starts and
+  after it (its shards), the full model's parameter bytes, and the
+  strategy's meta-init figures (``meta_init_report``);
 * ``OUT/state.pth`` (rank 0): the gathered full state dict.
 """
 import ast
@@ -27,6 +27,7 @@ def main(config: str, out: str, overrides: dict) -> None:
     from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 
     from sapiens2_mm.engine.strategies.fsdp_shapes import full_shape
+    from sapiens2_mm.engine.strategies.meta_init import _real_parameter_bytes
     from sapiens2_mm.registry import STRATEGIES
     from sapiens2_mm.utils import register_all_modules
 
@@ -41,9 +42,18 @@ def main(config: str, out: str, overrides: dict) -> None:
                                       randomness=dict(seed=0),
                                       dist_cfg=dict(backend='gloo')))
     strategy = STRATEGIES.build(strategy_cfg)
+    held = {}
+    wrap = strategy._wrap_model
+
+    def record_then_wrap(model):
+        # what the rank holds when wrapping starts: the whole model built
+        # and initialised (init_on_meta=False), or nothing (meta)
+        held['before_wrap'] = _real_parameter_bytes(model)
+        return wrap(model)
+
+    strategy._wrap_model = record_then_wrap
     model = strategy.prepare(cfg.model)
-    shard_bytes = sum(p.numel() * p.element_size()
-                      for p in model.parameters())
+    shard_bytes = _real_parameter_bytes(model)
     with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT,
                               FullStateDictConfig(rank0_only=True,
                                                   offload_to_cpu=False)):
@@ -54,6 +64,7 @@ def main(config: str, out: str, overrides: dict) -> None:
         torch.save(state, osp.join(out, 'state.pth'))
     report = dict(rank=rank, world=dist.get_world_size(),
                   shard_param_bytes=shard_bytes, full_param_bytes=full_bytes,
+                  before_wrap_bytes=held['before_wrap'],
                   meta_init=strategy.meta_init_report)
     with open(osp.join(out, f'rank{rank}.json'), 'w') as f:
         json.dump(report, f)

@@ -203,10 +203,11 @@ class Sapiens2FSDPStrategy(FSDPStrategy):
         mib = 2**20
         self.logger.info(
             f'init_on_meta: {report["units"]} FSDP units materialised and '
-            'initialised one at a time (largest '
-            f'{report["largest_unit_bytes"] / mib:.1f} MiB of parameters, '
-            f'at most {report["peak_unsharded_bytes"] / mib:.1f} MiB '
-            'computed at once).')
+            'initialised one at a time; at most '
+            f'{report["peak_materialized_bytes"] / mib:.1f} MiB of parameters '
+            'held at once on this rank (the whole model: '
+            f'{report["model_bytes"] / mib:.1f} MiB; largest unit '
+            f'{report["largest_unit_bytes"] / mib:.1f} MiB).')
         return wrapped
 
     def _unit_initializer(self, model: nn.Module) -> UnitInitializer:

@@ -296,9 +296,12 @@ class UnitInitializer:
         self.run_init = run_init
         self.checkpoint_state = checkpoint_state or {}
         self.quiet = _QuietAfterFirst()
+        self.model = model
         self.units = 0
+        self.model_bytes = sum(_nbytes(p) for p in model.parameters())
         self.largest_unit_bytes = 0
-        self.peak_unsharded_bytes = 0
+        self.peak_template_bytes = 0
+        self.peak_materialized_bytes = 0
 
     # ------------------------------------------------------------ FSDP hook
     def __call__(self, module: nn.Module) -> None:
@@ -319,6 +322,8 @@ class UnitInitializer:
             new.__dict__.update(old.__dict__)  # e.g. the recorded full shape
             owner._parameters[attr] = new
             unit_bytes += new.numel() * new.element_size()
+        del values
+        self._note_materialized()
         buffers = self._set_buffers(modules)
         self._check_set(params)
         self._broadcast([o._parameters[a] for _, o, a in params] + buffers)
@@ -349,11 +354,12 @@ class UnitInitializer:
         try:
             while True:
                 self._materialize(needed)
-                self.peak_unsharded_bytes = max(
-                    self.peak_unsharded_bytes,
+                self.peak_template_bytes = max(
+                    self.peak_template_bytes,
                     sum(_nbytes(self.template_params[n]) for n in needed))
                 try:
                     self._run_template_init(needed)
+                    self._note_materialized()
                     break
                 except _NeedsValues as err:
                     if err.names <= needed:
@@ -365,6 +371,14 @@ class UnitInitializer:
                     for n in names}
         finally:
             self._release(needed)
+
+    def _note_materialized(self) -> None:
+        """Record the parameter bytes this rank holds now: the model's
+        (shards of wrapped units, the unit being initialised) and the
+        template's."""
+        held = _real_parameter_bytes(self.model, self.template)
+        self.peak_materialized_bytes = max(self.peak_materialized_bytes,
+                                           held)
 
     def _materialize(self, names: Set[str]) -> None:
         for name in names:
@@ -454,15 +468,33 @@ class UnitInitializer:
             dist.broadcast(tensor.data, src=0)
 
     def report(self) -> dict:
-        """Units initialised, the largest unit's parameter bytes, and the
-        most template parameter bytes held in full at once."""
-        return dict(units=self.units,
+        """Units initialised; parameter bytes of the whole model, of the
+        largest unit, of the most template parameters computed at once, and
+        the most parameter bytes this rank held at any point of the start
+        (model shards, the unit and the template together)."""
+        return dict(units=self.units, model_bytes=self.model_bytes,
                     largest_unit_bytes=self.largest_unit_bytes,
-                    peak_unsharded_bytes=self.peak_unsharded_bytes)
+                    peak_template_bytes=self.peak_template_bytes,
+                    peak_materialized_bytes=self.peak_materialized_bytes)
 
 
 def _nbytes(tensor: torch.Tensor) -> int:
     return tensor.numel() * tensor.element_size()
+
+
+def _real_parameter_bytes(*modules: nn.Module) -> int:
+    """Bytes of the storages behind the non-meta parameters of ``modules``
+    (FSDP's views of one flat shard counted once)."""
+    seen, total = set(), 0
+    for module in modules:
+        for param in module.parameters():
+            if param.is_meta:
+                continue
+            storage = param.untyped_storage()
+            if storage._cdata not in seen:
+                seen.add(storage._cdata)
+                total += storage.nbytes()
+    return total
 
 
 def _unit_modules(root: nn.Module) -> List[nn.Module]:
