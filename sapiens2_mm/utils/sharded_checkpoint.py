@@ -25,6 +25,9 @@ from typing import Optional
 METADATA = '.metadata'
 EXTRA_STATE = 'extra_state.pth'
 TENSOR_KEYS = ('state_dict', 'optimizer')
+# in extra_state: each parameter's shape (weights and their optimizer state
+# are stored flattened, as FSDP1 splits them)
+PARAM_SHAPES = 'param_shapes'
 
 
 def is_sharded_checkpoint(path: str) -> bool:
@@ -103,6 +106,7 @@ def read_sharded_checkpoint(path: str, with_optimizer: bool = False) -> dict:
     Raises:
         ValueError: the folder is incomplete or unreadable, naming why.
     """
+    import torch
     from torch.distributed.checkpoint.state_dict_loader import (
         _load_state_dict_from_keys,
     )
@@ -115,6 +119,16 @@ def read_sharded_checkpoint(path: str, with_optimizer: bool = False) -> dict:
     # torch.distributed.checkpoint.format_utils.dcp_to_torch_save uses too
     loaded = _load_state_dict_from_keys(keys, checkpoint_id=path)
     checkpoint = read_extra_state(path)
+    shapes = checkpoint.pop(PARAM_SHAPES)
+    weights = loaded['state_dict']
+    for name, shape in shapes.items():
+        weights[name] = weights[name].reshape(shape)
+    for name, entry in loaded.get('optimizer', {}).get('state', {}).items():
+        numel = weights[name].numel()
+        for key, value in entry.items():
+            if isinstance(value, torch.Tensor) and value.dim() == 1 and (
+                    value.numel() == numel):
+                entry[key] = value.reshape(shapes[name])
     checkpoint.update(loaded)
     return checkpoint
 

@@ -54,6 +54,8 @@ from torch import nn
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from .host_memory import release_freed_host_memory
+
 aten = torch.ops.aten
 
 
@@ -327,6 +329,7 @@ class UnitInitializer:
         buffers = self._set_buffers(modules)
         self._check_set(params)
         self._broadcast([o._parameters[a] for _, o, a in params] + buffers)
+        release_freed_host_memory()  # the previous unit's unsharded copy
         self.units += 1
         self.largest_unit_bytes = max(self.largest_unit_bytes, unit_bytes)
 
