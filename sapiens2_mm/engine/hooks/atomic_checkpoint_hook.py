@@ -225,7 +225,11 @@ def _replace(part: str, final: str) -> None:
     aside = osp.join(head, f'.{name}.replaced{PART_SUFFIX}')
     _remove(aside)
     os.replace(final, aside)
-    os.replace(part, final)
+    try:
+        os.replace(part, final)
+    except BaseException:
+        os.replace(aside, final)  # the old one back under its name
+        raise
     _remove(aside)
 
 
