@@ -198,6 +198,11 @@ def set_resume(cfg: Config, resume: Optional[str],
             'continue from the latest checkpoint of the work dir.')
     else:
         problem = checkpoint_problem(resume)
+        if problem is not None and osp.isdir(resume):
+            raise RunConfigError(
+                f'--resume {resume!r} is a folder that cannot be read as a '
+                f'sharded checkpoint ({problem}). Use --resume auto to take '
+                'the newest complete checkpoint of the work dir.')
         if problem is not None:
             raise RunConfigError(
                 f'--resume checkpoint {resume!r} cannot be read ({problem}); '

@@ -247,7 +247,8 @@ def test_unreadable_sharded_checkpoints_are_refused(runs, tmp_path):
     cfg = Config.fromfile(runs.configs['sharded'])
     cfg.work_dir = str(tmp_path / 'w')
     for path in (broken, no_index):
-        with pytest.raises(run_config.RunConfigError, match='cannot be read'):
+        with pytest.raises(run_config.RunConfigError,
+                           match='cannot be read as a sharded checkpoint'):
             run_config.set_resume(cfg, path)
     # a work dir whose only checkpoints are unreadable: no fresh start
     os.makedirs(cfg.work_dir)

@@ -178,13 +178,18 @@ def pretrained_blockers(model: nn.Module) -> List[str]:
     found = []
     for name, module in model.named_modules():
         cfgs = getattr(module, 'init_cfg', None) or []
+        if isinstance(module, Sapiens2) and isinstance(cfgs, dict):
+            continue  # Sapiens2.init_weights reads it itself
         cfgs = [cfgs] if isinstance(cfgs, dict) else list(cfgs)
-        if isinstance(module, Sapiens2):
-            continue
         if any(isinstance(c, dict) and c.get('type') == 'Pretrained'
                for c in cfgs):
             found.append(name or type(module).__name__)
     return found
+
+
+def _unset(dtype: torch.dtype):
+    """The value of a tensor nothing has set: NaN, or 0 for integers."""
+    return float('nan') if dtype.is_floating_point else 0
 
 
 def _param_seed(seed: int, name: str, k: int) -> int:
@@ -239,13 +244,13 @@ class _SeededInit(TorchDispatchMode):
             device = kwargs.get('device')
             if device is not None and torch.device(device).type != 'meta':
                 self._from_meta(args[0])
-                return torch.full(args[0].shape, float('nan'),
-                                  dtype=kwargs.get('dtype') or args[0].dtype,
+                dtype = kwargs.get('dtype') or args[0].dtype
+                return torch.full(args[0].shape, _unset(dtype), dtype=dtype,
                                   device=device)
         if func is aten.copy_.default and args[1].is_meta and not (
                 args[0].is_meta):
             self._from_meta(args[1])
-            return args[0].fill_(float('nan'))
+            return args[0].fill_(_unset(args[0].dtype))
         return func(*args, **kwargs)
 
     def _from_meta(self, source: torch.Tensor) -> None:
@@ -387,9 +392,7 @@ class UnitInitializer:
         for name in names:
             owner, attr = self._template_owner(name)
             old = owner._parameters[attr]
-            real = torch.full(old.shape, float('nan'), dtype=old.dtype) if (
-                old.dtype.is_floating_point) else torch.zeros(
-                    old.shape, dtype=old.dtype)
+            real = torch.full(old.shape, _unset(old.dtype), dtype=old.dtype)
             owner._parameters[attr] = nn.Parameter(
                 real, requires_grad=old.requires_grad)
         self.template_params = dict(

@@ -176,8 +176,9 @@ def load_sharded(path: str, model: nn.Module,
             f'Could not read checkpoint {path!r}: {problem}. Resume from an '
             'earlier checkpoint (--resume auto skips unreadable ones).')
     if optimizer is not None:
-        # the state tensors to read into (torch's zero step, lr 0); none for
-        # parameters this rank holds nothing of, as in training
+        # the state tensors to read into: torch's (private, torch 2.14)
+        # zero-gradient step at lr 0, as its get_optimizer_state_dict takes;
+        # none for parameters this rank holds nothing of, as in training
         _init_optim_state(optimizer)
         for param, start, _ in _pieces(model).values():
             if start is None:
