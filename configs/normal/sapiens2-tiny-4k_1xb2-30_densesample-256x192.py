@@ -1,5 +1,5 @@
 # Tiny 4K-shaped Sapiens2 surface-normal model: the path of the 1B-4K config
-# (sapiens2-1b-4k_8xb1-280k_normal-4096x3072.py) at CPU size. The tokenizer is
+# (sapiens2-1b-4k_8xb7-40k_normal-4096x3072.py) at CPU size. The tokenizer is
 # on (stride 64: a 256x192 input gives a 4x3 feature map), the decoder has the
 # 4K head's five x2 stages and predicts at half the input (128x96, as
 # 2048x1536 for 4096x3072); the even letterbox (align=2) and the output-size
