@@ -143,12 +143,17 @@ COVERAGE = {
         'downloads wheels from PyPI for the GPU machine; the list was fetched '
         'and the stack imported from it under Python 3.12, torch 2.11, numpy '
         '2.5 when it was written (docs/large_models.md)')),
-    'bash tools/gpu_acceptance.sh': ('reason', (
+    'bash tools/gpu_acceptance.sh OUT_DIR': ('reason', (
         'needs a CUDA GPU; every stage runs with tiny shapes on the CPU in '
         'tests/test_tools/test_gpu_acceptance.py::test_dry_run_every_stage')),
-    'bash tools/gpu_acceptance.sh --dry-run': (
+    'bash tools/gpu_acceptance.sh --dry-run OUT_DIR': (
         'test', 'tests/test_tools/test_gpu_acceptance.py::'
         'test_dry_run_every_stage'),
+    'git clone --depth 1 https://github.com/facebookresearch/sapiens2 '
+    '.official/sapiens2': ('reason', (
+        'downloads the official repository (network); the comparison it '
+        'feeds runs on a local snapshot when one is there, and is skipped '
+        'with its reason in the dry run of CI')),
     'python tools/benchmarks/fsdp.py --embed-dims 384 '
     '--num-layers 8 --iters 3 --out fsdp_bench.json': (
         'test', 'tests/test_tools/test_benchmarks.py::'
