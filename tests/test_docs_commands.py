@@ -184,7 +184,9 @@ COVERAGE = {
     '--verify': ('test', EXPORT),
     'python tools/deployment/export_model.py CONFIG [CHECKPOINT] '
     '--output export/ [--shape 1024 768] [--max-batch 32] [--verify] [--onnx] '
-    '[--device cuda:0]': ('test', EXPORT),  # --onnx: test_onnx_export_*
+    '[--device cuda:0] [--overwrite]': ('test', EXPORT),
+    # --onnx: test_onnx_export_*; --overwrite:
+    # test_deployment.py::test_an_earlier_export_is_never_replaced
     # Dense tasks (docs/dense.md, docs/dense_data.md, docs/inference.md).
     'python tools/train.py configs/normal/'
     'sapiens2-tiny_1xb2-30_densesample-128x96.py --work-dir work_dirs/normal_tiny':
