@@ -1,9 +1,12 @@
 """Mixed-precision optimizer wrapper whose loss scaling fits the dtype and
 the model wrapper.
 
-mmengine's ``AmpOptimWrapper`` (0.10.7) always scales the loss with a
-``GradScaler`` unless ``use_fsdp=True`` is written into the config by hand,
-and asserts that a GPU exists. Two defects follow for FSDP runs:
+mmengine's ``AmpOptimWrapper`` (0.10.7) always scales the loss, and asserts
+that a GPU exists. Its ``FSDPStrategy`` switches it to ``ShardedGradScaler``
+only for a config whose type is spelled exactly ``'AmpOptimWrapper'``; the
+prefixed ``'mmengine.AmpOptimWrapper'`` (how a config of another scope names
+it) or a wrapper built outside the strategy keeps a plain ``GradScaler``.
+Under FSDP that is wrong:
 
 * a plain ``GradScaler`` checks only this rank's gradient shard for inf /
   NaN, so after an overflow on one rank the ranks skip different steps and

@@ -157,8 +157,9 @@ class Sapiens2FSDPStrategy(FSDPStrategy):
         ``Sapiens2AmpOptimWrapper`` with the sharded scaler), then clip by the
         global gradient norm."""
         if isinstance(optim_wrapper, dict):
-            # upstream defect: AmpOptimWrapper checks only the local shard
-            # for inf unless use_fsdp is written in the config
+            # upstream defect: only a type spelled 'AmpOptimWrapper' gets
+            # the sharded scaler (the per-shard GradScaler checks only the
+            # local shard for inf), and bf16 is scaled too
             optim_wrapper = copy.deepcopy(optim_wrapper)
             use_sapiens2_amp(optim_wrapper, sharded=True)
         wrapper = super().build_optim_wrapper(optim_wrapper, model)
