@@ -42,7 +42,7 @@ from torch.distributed.fsdp.fully_sharded_data_parallel import (
 from ...registry import STRATEGIES
 from ..hooks.checked_load_hook import load_checkpoint_into
 from ..optimizers.amp_optim_wrapper import use_sapiens2_amp
-from .fsdp_precision import set_full_precision_eval
+from .fsdp_precision import evaluate_in_full_precision
 from .fsdp_shapes import record_full_shapes
 from .fsdp_twins import twin_wrap_policy
 
@@ -135,8 +135,10 @@ class Sapiens2FSDPStrategy(FSDPStrategy):
             'auto_wrap_policy'))
         if policy is not None:
             self.model_wrapper['auto_wrap_policy'] = policy
-        set_full_precision_eval(not self.mixed_precision_in_eval)
-        return super()._wrap_model(model)
+        wrapped = super()._wrap_model(model)
+        if not self.mixed_precision_in_eval:
+            evaluate_in_full_precision(wrapped)
+        return wrapped
 
     def _load_unwrapped(self, model: nn.Module) -> None:
         """Upstream defect (mmengine FlexibleRunner.test/val): the checkpoint
