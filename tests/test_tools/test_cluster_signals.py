@@ -162,7 +162,7 @@ def test_resume_command_takes_the_launcher_form(monkeypatch):
     monkeypatch.chdir(REPO_DIR)  # the scripts are named from the cwd
     argv = ['configs/x.py', '--work-dir', 'old', '--launcher', 'pytorch',
             '--local-rank=3', '--cfg-options', 'a=1', '--resume', 'auto']
-    single = train_tool.resume_command(argv[:2] + ['--amp'], 'w')
+    single = train_tool.resume_command(argv[:1] + ['--amp'], 'w')
     assert single == 'python tools/train.py configs/x.py --amp --work-dir w ' \
         '--resume'
     one_node = train_tool.resume_command(
@@ -193,7 +193,8 @@ def test_slurm_train_sh_expands_no_empty_array_under_set_u(tmp_path):
     import glob
     import re
     for script in glob.glob(osp.join(REPO_DIR, 'tools', '*.sh')):
-        text = open(script).read()
+        text = '\n'.join(line for line in open(script).read().splitlines()
+                         if not line.lstrip().startswith('#'))
         for name in set(re.findall(r'"\$\{(\w+)\[@\]\}"', text)):
             assert text.count(f'"${{{name}[@]}}"') == text.count(
                 f'${{{name}[@]+"${{{name}[@]}}"}}'), (script, name)
