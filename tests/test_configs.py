@@ -42,8 +42,8 @@ FIVE_B = [p for p in CONFIGS if osp.basename(p).startswith('sapiens2-5b')]
 
 def test_5b_configs_write_sharded_checkpoints():
     """A 'full' 5B checkpoint gathers about 61 GB on rank 0 and every rank
-    reads it back on resume (issue 26 §2-3): the 5B configs shave that off
-    by shipping FSDP with sharded checkpoints."""
+    reads it back on resume (issue 26 §2-3), so the 5B configs ship
+    FSDP with sharded checkpoints."""
     assert len(FIVE_B) == 6  # five tasks and pretraining
     for path in FIVE_B:
         strategy = Config.fromfile(path).strategy
