@@ -14,7 +14,7 @@ printed and written to ``<work dir>/test_metrics.json``; ``--out`` must be a
 new file, and a dump that fails is reported (exit 1) after the metrics are
 written. What this script
 changes in the config is listed in
-:func:`sapiens2_mm.apis.run_config.prepare_test_config`.
+:func:`sapiens2_mm.apis.test_config.prepare_test_config`.
 """
 import argparse
 import json
@@ -22,7 +22,7 @@ import os.path as osp
 import sys
 from typing import List, Optional, Tuple
 
-from sapiens2_mm.apis.run_config import parse_run_args
+from sapiens2_mm.apis.run_args import parse_run_args
 
 METRICS_FILE = 'test_metrics.json'
 INTERRUPTED_EXIT_CODE = 130  # 128 + SIGINT, what shells report for Ctrl-C
@@ -60,7 +60,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
 def build_cfg(args: argparse.Namespace):
     """The test config after every command-line option is applied; the
     drawing folder of ``--show-dir`` is kept as ``args.show_images_dir``."""
-    from sapiens2_mm.apis.run_config import load_config, prepare_test_config
+    from sapiens2_mm.apis.test_config import prepare_test_config
+    from sapiens2_mm.utils.config_file import load_config
     cfg = load_config(args.config, args.cfg_options)
     notes: List[str] = []
     args.show_images_dir = prepare_test_config(

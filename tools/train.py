@@ -10,7 +10,7 @@ Distributed: ``tools/dist_train.sh CONFIG GPUS`` (torchrun) or
 ``tools/slurm_train.sh PARTITION JOB CONFIG`` (srun). A config with a
 ``strategy`` (FSDP/DeepSpeed, see configs/_base_/strategies/) runs on
 mmengine's FlexibleRunner. What this script changes in the config is listed
-in :func:`sapiens2_mm.apis.run_config.prepare_train_config`.
+in :func:`sapiens2_mm.apis.train_config.prepare_train_config`.
 """
 import argparse
 import os
@@ -20,7 +20,7 @@ import shlex
 import sys
 from typing import Dict, List, Optional
 
-from sapiens2_mm.apis.run_config import parse_run_args
+from sapiens2_mm.apis.run_args import parse_run_args
 
 INTERRUPTED_EXIT_CODE = 130  # 128 + SIGINT, what shells report for Ctrl-C
 TERMINATED_EXIT_CODE = 143  # 128 + SIGTERM (scancel, time limit, pre-emption)
@@ -57,7 +57,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
 def build_cfg(args: argparse.Namespace, notes: Optional[List[str]] = None):
     """The training config after every command-line option is applied;
     ``notes`` receives what was changed or decided on the way."""
-    from sapiens2_mm.apis.run_config import load_config, prepare_train_config
+    from sapiens2_mm.apis.train_config import prepare_train_config
+    from sapiens2_mm.utils.config_file import load_config
     cfg = load_config(args.config, args.cfg_options, notes)
     return prepare_train_config(
         cfg, work_dir=args.work_dir, launcher=args.launcher,

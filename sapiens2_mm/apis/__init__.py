@@ -4,6 +4,7 @@
 >>> model = init_model('configs/seg/...py', 'sapiens2_1b_seg.safetensors')
 >>> results = build_inferencer(model)(['a.jpg', 'frames/'])
 """
+from ..utils.config_file import load_config
 from .base_inferencer import BaseInferencer, inference_pipeline
 from .box_sources import BoxFile, DetectorBoxes, WholeImageBoxes
 from .build_inferencer import build_inferencer
@@ -11,7 +12,7 @@ from .dense_inferencer import DenseInferencer
 from .frame_pipeline import FramePipeline, render_frames
 from .inference_index import InferenceIndex
 from .inference_run import RunSummary, run_inference
-from .init_model import init_model, load_config, load_task_checkpoint
+from .init_model import init_model, load_task_checkpoint
 from .inputs import Frame, FrameReader
 from .mask_sources import SegDirMasks, SegModelMasks
 from .ply import write_ply

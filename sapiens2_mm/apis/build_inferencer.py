@@ -14,8 +14,9 @@ from typing import Optional, Union
 
 from torch import nn
 
+from ..utils.config_file import ConfigType
 from .base_inferencer import BaseInferencer
-from .init_model import ConfigType, init_model
+from .init_model import init_model
 from .tasks import get_task
 
 #: The arguments of :func:`init_model` that build_inferencer takes with a

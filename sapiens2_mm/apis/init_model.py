@@ -9,8 +9,6 @@ are renamed to this package's layout and every mismatching key is reported
 (the official code prints the mismatches and carries on with random weights).
 """
 import os
-import os.path as osp
-from pathlib import Path
 from typing import Optional, Union
 
 import torch
@@ -27,32 +25,10 @@ from ..utils import (
     register_all_modules,
 )
 from ..utils.cli_errors import unknown_types_as_config_errors
-from ..utils.user_errors import CheckpointError, ConfigError, ConfigNotFoundError
+from ..utils.config_file import ConfigType, load_config
+from ..utils.user_errors import CheckpointError, ConfigError
 from .base_inferencer import config_test_pipeline
 from .tasks.base import find_task
-
-ConfigType = Union[str, Path, Config]
-
-
-def load_config(config: ConfigType) -> Config:
-    """Read a config file (or pass a ``Config`` through) with a clear error."""
-    if isinstance(config, Config):
-        return config.copy()
-    if not isinstance(config, (str, Path)):
-        raise TypeError(
-            f'config must be a path or an mmengine Config, got '
-            f'{type(config).__name__}.')
-    path = os.fspath(config)
-    if not osp.isfile(path):
-        raise ConfigNotFoundError(
-            f'Config file not found: {path!r}. Pass a file from configs/ '
-            '(e.g. configs/pose/sapiens2-1b_8xb7-20k_sapiens308-1024x768.py).')
-    try:
-        return Config.fromfile(path)
-    except SyntaxError as err:  # mmengine names neither file nor line
-        raise ConfigError(
-            f'Config file {path!r} (or one of its _base_ files) is not valid '
-            f'Python: {err.msg} at line {err.lineno}.') from None
 
 
 def _config_name(config: ConfigType) -> str:
@@ -120,10 +96,7 @@ def init_model(config: ConfigType,
         ``classes`` / ``palette`` for seg).
     """
     check_device(str(device))  # 'gpu': our message, not torch's
-    cfg = load_config(config)
-    if cfg_options:
-        from ..utils.cfg_options import apply_cfg_options
-        apply_cfg_options(cfg, cfg_options)
+    cfg = load_config(config, cfg_options)
     register_all_modules()
     spec = find_task(cfg)
     task = spec.name

@@ -142,7 +142,7 @@ def draw_stage(task, model, pairs, workers: int) -> int:
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
-    from sapiens2_mm.apis.init_model import load_config
+    from sapiens2_mm.utils.config_file import load_config
     cfg = load_config(args.config)
     _override(cfg, TINY_ARCH, None)
     model = init_model(cfg)

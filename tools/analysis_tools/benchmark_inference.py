@@ -205,7 +205,7 @@ class Bench:
     """The model of one config and the prepared items of the inputs."""
 
     def __init__(self, args) -> None:
-        from sapiens2_mm.apis.init_model import load_config
+        from sapiens2_mm.utils.config_file import load_config
         cfg = load_config(args.config)
         _override(cfg, args.arch, args.input_size)
         self.args = args
