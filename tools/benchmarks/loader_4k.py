@@ -14,7 +14,8 @@ through these pipelines:
 * ``4k-before``: the 1B-4K config's pipeline with the implementations it
   replaced: dense targets letterboxed at 4096x3072 and then resized to the
   2048x1536 output (``DenseResizePad`` + ``DenseToOutputSize``), the seg
-  crop's class count by ``np.unique``;
+  crop's class count by ``np.unique``, the colour distortions of mmseg and
+  mmpose instead of their lookup-table forms (``REPLACED``);
 * ``4k``: the 1B-4K config's pipeline as shipped;
 * ``4k-options``: the shipped pipeline with the named options that depart
   from the official pipeline turned on (docs/4k.md gives their
@@ -95,12 +96,30 @@ def task_configs(task: str) -> dict:
                 sample=_one(f'configs/{task}/sapiens2-tiny-4k_*.py'))
 
 
+# Steps of the shipped 4K pipelines and the upstream ones they replaced
+# with equal results.
+REPLACED = {
+    'PhotoMetricDistortionLUT': 'mmseg.PhotoMetricDistortion',
+    'PosePhotometricDistortionLUT': 'mmpose.PhotometricDistortion',
+}
+
+
+def _upstream(step: dict) -> dict:
+    """``step`` with the upstream type it replaced (also inside
+    ``RandomApply``)."""
+    step = dict(step)
+    step['type'] = REPLACED.get(step['type'], step['type'])
+    if 'transforms' in step:
+        step['transforms'] = [_upstream(s) for s in step['transforms']]
+    return step
+
+
 def _before(pipeline: list) -> list:
     """The 4K pipeline with the replaced implementation of each changed
     step (the np.unique count is patched in :func:`build_dataset`)."""
     out = []
     for step in pipeline:
-        step = dict(step)
+        step = _upstream(step)
         scale = step.pop('output_scale', 1.0) \
             if step['type'] == 'DenseResizePad' else 1.0
         out.append(step)

@@ -4,6 +4,9 @@
 # (SegLabelToOutputSize). At test time the label keeps its original size and
 # the 2K logits are resized once, straight to it (SegHead.predict_by_feat),
 # so mIoU is computed at the original resolution as at 1K.
+# PhotoMetricDistortionLUT is mmseg's PhotoMetricDistortion (same random
+# draws, same bytes, tested) with uint8 lookup tables instead of float32
+# copies of the up to 8192x6144 image (docs/4k.md).
 _base_ = ['./seg29-1024x768.py']
 height, width = 4096, 3072
 output_scale = 0.5  # the 4K heads predict 2048x1536
@@ -22,7 +25,7 @@ train_pipeline = [
          seg_pad_val=0),
     dict(type='mmseg.RandomFlip', prob=0.5, direction='horizontal',
          swap_seg_labels={{_base_.flip_swap_pairs}}),
-    dict(type='mmseg.PhotoMetricDistortion'),
+    dict(type='PhotoMetricDistortionLUT'),
     dict(type='SegResize', height=height, width=width),
     dict(type='SegFilterSmallForeground', min_ratio=0.01),
     dict(type='SegLabelToOutputSize', scale=output_scale),
