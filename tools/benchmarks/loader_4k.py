@@ -15,7 +15,9 @@ through these pipelines:
   replaced: dense targets letterboxed at 4096x3072 and then resized to the
   2048x1536 output (``DenseResizePad`` + ``DenseToOutputSize``), the seg
   crop's class count by ``np.unique``, the colour distortions of mmseg and
-  mmpose instead of their lookup-table forms (``REPLACED``);
+  mmpose instead of their lookup-table forms (``REPLACED``), the normal and
+  pointmap targets and the official noise as they were before
+  (``PREVIOUS_METHODS``);
 * ``4k``: the 1B-4K config's pipeline as shipped;
 * ``4k-options``: the shipped pipeline with the named options that depart
   from the official pipeline turned on (docs/4k.md gives their
@@ -116,7 +118,7 @@ def _upstream(step: dict) -> dict:
 
 def _before(pipeline: list) -> list:
     """The 4K pipeline with the replaced implementation of each changed
-    step (the np.unique count is patched in :func:`build_dataset`)."""
+    step (``PREVIOUS_METHODS`` are patched in :func:`build_dataset`)."""
     out = []
     for step in pipeline:
         step = _upstream(step)
@@ -158,6 +160,80 @@ def _unique_counts(self, crop: np.ndarray) -> np.ndarray:
     return np.unique(crop[crop != self.ignore_index], return_counts=True)[1]
 
 
+# The implementations that shipped steps replaced with equal results, run by
+# ``4k-before`` and used by the tests as the reference
+# (tests/test_datasets/test_dense_targets.py, test_seg_noise.py).
+
+
+def previous_normal_target(self, results: dict) -> dict:
+    """NormalGenerateTarget.transform before issue 27 item 4 (whole-map
+    np.linalg.norm and np.where)."""
+    normal = results.get('gt_normal')
+    if normal is None:
+        return results
+    mask = results['gt_mask']
+    norm = np.linalg.norm(normal, axis=2, keepdims=True)
+    ok = mask[..., None] & (norm > 1e-6)
+    out = np.where(ok, normal / np.where(norm > 1e-6, norm, 1.0), normal)
+    if self.background_value is not None:
+        out = np.where(mask[..., None], out, self.background_value)
+    results['gt_normal'] = out.astype(np.float32)
+    results['gt_mask'] = mask & ok[..., 0]
+    return results
+
+
+def previous_pointmap_target(self, results: dict) -> dict:
+    """PointmapGenerateTarget.transform before issue 27 item 4 (per-pixel
+    float64 grids)."""
+    depth = results.get('gt_depth')
+    if depth is None:
+        return results
+    K_gt = results.get('gt_cam_K', results['cam_K'])
+    mask = results['gt_mask']
+    h, w = depth.shape
+    v, u = np.mgrid[0:h, 0:w].astype(np.float64)
+    fx, fy, cx, cy = K_gt[0, 0], K_gt[1, 1], K_gt[0, 2], K_gt[1, 2]
+    skew = K_gt[0, 1]
+    y = (v - cy) / fy
+    x = (u - cx - skew * y) / fx
+    scale = self.canonical_focal_length / float(results['cam_K'][0, 0])
+    points = np.stack([x * depth, y * depth, depth.astype(np.float64)],
+                      axis=-1) * scale
+    points[~mask] = 0.0
+    results['gt_pointmap'] = points.astype(np.float32)
+    results['gt_depth'] = np.where(mask, depth, 0.0).astype(np.float32)
+    results['canonical_scale'] = scale
+    results['gt_mean_depth'] = float(points[mask, 2].mean()) \
+        if mask.any() else 0.0
+    return results
+
+
+def previous_gaussian_noise(self, results: dict) -> dict:
+    """SegRandomGaussianNoise.transform before issue 27 item 4 (the
+    official draw of the whole image at once)."""
+    if np.random.rand() < self.prob:
+        img = results['img']
+        std = np.sqrt(np.random.uniform(*self.var_range))
+        if self.generator == 'official':
+            noise = np.random.normal(0.0, std, img.shape).astype(np.float32)
+        else:
+            rng = np.random.default_rng(np.random.randint(2**31))
+            noise = rng.standard_normal(img.shape, dtype=np.float32)
+            noise *= np.float32(std)
+        noise += img
+        results['img'] = np.clip(noise, 0, 255, out=noise).astype(img.dtype)
+    return results
+
+
+# step type -> (method, the previous implementation) patched in 4k-before
+PREVIOUS_METHODS = {
+    'SegRandomCrop': ('_class_counts', _unique_counts),
+    'NormalGenerateTarget': ('transform', previous_normal_target),
+    'PointmapGenerateTarget': ('transform', previous_pointmap_target),
+    'SegRandomGaussianNoise': ('transform', previous_gaussian_noise),
+}
+
+
 class _Timed:
     """A pipeline step that adds its run time to ``totals[name]``."""
 
@@ -189,8 +265,9 @@ def build_dataset(configs: dict, variant: str, step_totals: dict):
     dataset = DATASETS.build(dataset_cfg)
     steps = dataset.pipeline.transforms
     for i, (step, cfg) in enumerate(zip(steps, pipeline_cfg)):
-        if variant == '4k-before' and cfg['type'] == 'SegRandomCrop':
-            step._class_counts = _unique_counts.__get__(step)
+        if variant == '4k-before' and cfg['type'] in PREVIOUS_METHODS:
+            method, previous = PREVIOUS_METHODS[cfg['type']]
+            setattr(step, method, previous.__get__(step))
         steps[i] = _Timed(step, f'{i:02d} {cfg["type"]}', step_totals)
     return dataset
 
