@@ -156,3 +156,21 @@ def test_other_images_go_to_upstream(type_):
         want, _ = _run(ref, img.copy(), seed)
         got, _ = _run(fast, img.copy(), seed)
         assert np.array_equal(got, want)
+
+
+def test_uint8_table_keeps_every_shape():
+    """cv2.LUT (2-D, 2-4 channels) or np.take (others): table[img]."""
+    from sapiens2_mm.datasets.transforms import apply_uint8_table
+    rng = np.random.default_rng(2)
+    table = rng.integers(0, 256, 256, dtype=np.uint8)
+    for shape in [(5, 7), (5, 7, 1), (5, 7, 2), (5, 7, 3), (5, 7, 4),
+                  (5, 7, 5), (9,), (2, 3, 4, 3)]:
+        img = rng.integers(0, 256, shape, dtype=np.uint8)
+        got = apply_uint8_table(img, table)
+        assert got.shape == img.shape and got.dtype == np.uint8
+        np.testing.assert_array_equal(got, table[img])
+    img = rng.integers(0, 256, (5, 7, 3), dtype=np.uint8)
+    columns = rng.integers(0, 256, (256, 1, 3), dtype=np.uint8)
+    np.testing.assert_array_equal(
+        apply_uint8_table(img[::-1], columns),
+        np.stack([columns[img[::-1, :, c], 0, c] for c in range(3)], -1))

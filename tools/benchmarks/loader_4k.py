@@ -225,8 +225,18 @@ def previous_gaussian_noise(self, results: dict) -> dict:
     return results
 
 
+def previous_solarize(self, results: dict) -> dict:
+    """RandomSolarize.transform before issue 27 item 4 (the formula on every
+    pixel, now its ``solarize`` method)."""
+    if np.random.rand() >= self.prob:
+        return results
+    results['img'] = self.solarize(results['img'])
+    return results
+
+
 # step type -> (method, the previous implementation) patched in 4k-before
 PREVIOUS_METHODS = {
+    'RandomSolarize': ('transform', previous_solarize),
     'SegRandomCrop': ('_class_counts', _unique_counts),
     'NormalGenerateTarget': ('transform', previous_normal_target),
     'PointmapGenerateTarget': ('transform', previous_pointmap_target),

@@ -24,8 +24,7 @@ from mmpose.datasets.transforms import PhotometricDistortion
 from mmseg.datasets.transforms import PhotoMetricDistortion
 
 from ...registry import TRANSFORMS
-
-_VALUES = np.arange(256, dtype=np.uint8)
+from .lookup import UINT8_VALUES, apply_uint8_table
 
 
 def _is_bgr_uint8(img) -> bool:
@@ -33,22 +32,8 @@ def _is_bgr_uint8(img) -> bool:
             and img.ndim == 3 and img.shape[2] == 3)
 
 
-def _apply(img: np.ndarray, table: np.ndarray) -> np.ndarray:
-    """``table[img]`` for a (H, W, 3) uint8 image.
-
-    Args:
-        img: (H, W, 3) uint8.
-        table: (256,) uint8, the same for every channel, or (256, 1, 3)
-            uint8, one column per channel.
-
-    Returns:
-        np.ndarray: (H, W, 3) uint8, a new array.
-    """
-    return cv2.LUT(np.ascontiguousarray(img), table)
-
-
 def _identity() -> np.ndarray:
-    return _VALUES.copy()
+    return UINT8_VALUES.copy()
 
 
 @TRANSFORMS.register_module()
@@ -82,12 +67,12 @@ class PhotoMetricDistortionLUT(PhotoMetricDistortion):
                 self.contrast_lower, self.contrast_upper))
         saturation = None
         if random.randint(2):
-            saturation = self.convert(_VALUES, alpha=random.uniform(
+            saturation = self.convert(UINT8_VALUES, alpha=random.uniform(
                 self.saturation_lower, self.saturation_upper))
         hue = None
         if random.randint(2):
             hue = np.empty(256, np.uint8)
-            hue[:] = (_VALUES.astype(int) +
+            hue[:] = (UINT8_VALUES.astype(int) +
                       random.randint(-self.hue_delta, self.hue_delta)) % 180
         after = _identity()
         if mode == 0 and random.randint(2):
@@ -97,15 +82,15 @@ class PhotoMetricDistortionLUT(PhotoMetricDistortion):
         if saturation is None and hue is None:
             before = after[before]
             after = None
-        if not np.array_equal(before, _VALUES):
-            img = _apply(img, before)
+        if not np.array_equal(before, UINT8_VALUES):
+            img = apply_uint8_table(img, before)
         for channel, table in ((1, saturation), (0, hue)):
             if table is not None:
-                tables = np.repeat(_VALUES[:, None, None], 3, axis=2)
+                tables = np.repeat(UINT8_VALUES[:, None, None], 3, axis=2)
                 tables[:, 0, channel] = table
-                img = mmcv.hsv2bgr(_apply(mmcv.bgr2hsv(img), tables))
-        if after is not None and not np.array_equal(after, _VALUES):
-            img = _apply(img, after)
+                img = mmcv.hsv2bgr(apply_uint8_table(mmcv.bgr2hsv(img), tables))
+        if after is not None and not np.array_equal(after, UINT8_VALUES):
+            img = apply_uint8_table(img, after)
         results['img'] = img
         return results
 
@@ -140,23 +125,27 @@ class PosePhotometricDistortionLUT(PhotometricDistortion):
         contrast = contrast_mode == 1 and contrast_flag
         if contrast:
             before = self._convert(before, alpha=contrast_alpha)
-        after = self._convert(_VALUES, alpha=contrast_alpha) if contrast \
+        after = self._convert(UINT8_VALUES, alpha=contrast_alpha) if contrast \
             else None
         if not hsv_mode and after is not None:
             before, after = after[before], None
-        if not np.array_equal(before, _VALUES):
-            img = _apply(img, before)
+        if not np.array_equal(before, UINT8_VALUES):
+            img = apply_uint8_table(img, before)
         if hsv_mode:
-            tables = np.repeat(_VALUES[:, None, None], 3, axis=2)
+            tables = np.repeat(UINT8_VALUES[:, None, None], 3, axis=2)
             if hsv_mode in (1, 3):
-                tables[:, 0, 1] = self._convert(_VALUES,
+                tables[:, 0, 1] = self._convert(UINT8_VALUES,
                                                 alpha=saturation_alpha)
             if hsv_mode in (2, 3):
-                tables[:, 0, 0] = _VALUES.astype(int) + hue_delta
-            img = mmcv.hsv2bgr(_apply(mmcv.bgr2hsv(img), tables))
+                tables[:, 0, 0] = UINT8_VALUES.astype(int) + hue_delta
+            img = mmcv.hsv2bgr(apply_uint8_table(mmcv.bgr2hsv(img), tables))
         if after is not None:
-            img = _apply(img, after)
-        if swap_flag:
-            img = img[..., swap_channel_order]
+            img = apply_uint8_table(img, after)
+        if swap_flag:  # img[..., swap_channel_order], 2x faster
+            swapped = np.empty_like(img)
+            cv2.mixChannels([np.ascontiguousarray(img)], [swapped], [
+                v for dst, src in enumerate(swap_channel_order)
+                for v in (int(src), dst)])
+            img = swapped
         results['img'] = img
         return results
