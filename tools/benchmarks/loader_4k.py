@@ -14,8 +14,9 @@ through these pipelines:
 * ``4k-before``: the 1B-4K config's pipeline with the implementations it
   replaced: dense targets letterboxed at 4096x3072 and then resized to the
   2048x1536 output (``DenseResizePad`` + ``DenseToOutputSize``), the seg
-  crop's class count by ``np.unique``, the colour distortions of mmseg and
-  mmpose instead of their lookup-table forms (``REPLACED``), the normal and
+  crop's class count by ``np.unique``, the colour distortions and the
+  seg flip of mmseg and mmpose instead of their lookup-table forms
+  (``REPLACED``), the normal and
   pointmap targets and the official noise as they were before
   (``PREVIOUS_METHODS``);
 * ``4k``: the 1B-4K config's pipeline as shipped;
@@ -103,6 +104,7 @@ def task_configs(task: str) -> dict:
 REPLACED = {
     'PhotoMetricDistortionLUT': 'mmseg.PhotoMetricDistortion',
     'PosePhotometricDistortionLUT': 'mmpose.PhotometricDistortion',
+    'SegRandomFlipLUT': 'mmseg.RandomFlip',
 }
 
 
