@@ -69,6 +69,11 @@ def test_loader_4k_before_and_after_give_equal_batches(capsys):
     # the step that changed: one DenseResizePad instead of two steps
     assert any('DenseToOutputSize' in k for k in row['steps_ms']['4k-before'])
     assert not any('DenseToOutputSize' in k for k in row['steps_ms']['4k'])
+    # the upstream colour distortion before, its lookup-table form after
+    assert any(k.endswith(' mmseg.PhotoMetricDistortion')
+               for k in row['steps_ms']['4k-before'])
+    assert any(k.endswith(' PhotoMetricDistortionLUT')
+               for k in row['steps_ms']['4k'])
     assert 'batches equal: True' in capsys.readouterr().out
 
 
