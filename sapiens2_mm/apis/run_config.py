@@ -26,6 +26,7 @@ import torch
 from mmengine.config import Config
 from mmengine.device import get_device
 
+from ..engine.optimizers.amp_optim_wrapper import AMP_TYPES, use_sapiens2_amp
 from ..runtime.precision import check_dtype
 from ..utils.cfg_options import CfgOptionsAction, apply_cfg_options
 from ..utils.output_paths import (
@@ -35,6 +36,7 @@ from ..utils.output_paths import (
     check_writable_dir,
 )
 from ..utils.safe_torch_load import allow_mmengine_checkpoint_globals
+from ..utils.sharded_checkpoint import is_sharded_checkpoint, read_extra_state
 from ..utils.work_dir import checkpoint_problem, find_resume_checkpoint
 from .init_model import load_config as read_config
 from .tasks import find_task
@@ -124,15 +126,53 @@ def enable_amp(cfg: Config) -> None:
         raise RunConfigError(
             '--amp does not apply to a DeepSpeed config: set bf16 in the '
             'strategy (configs/_base_/strategies/deepspeed_zero3_bf16.py).')
-    if wrapper.get('type') == 'AmpOptimWrapper':
+    if wrapper.get('type') in AMP_TYPES:
         wrapper.setdefault('dtype', AMP_DTYPE)
         return
     wrapper.type = 'AmpOptimWrapper'
     wrapper.dtype = AMP_DTYPE
-    if is_fsdp(cfg):
-        wrapper.use_fsdp = True  # sharded gradient scaler
-    # bf16 keeps fp32's exponent range: no loss scaling needed
-    wrapper.loss_scale = 1.0
+
+
+def set_mixed_precision(cfg: Config,
+                        notes: Optional[List[str]] = None) -> None:
+    """Loss scaling that fits the precision, whoever asked for it.
+
+    A mixed-precision optimizer wrapper (from ``--amp`` or the config)
+    becomes ``Sapiens2AmpOptimWrapper``: no loss scaling for bf16,
+    ``ShardedGradScaler`` for fp16 under FSDP (the inf check all-reduced, so
+    every rank skips the same steps), ``GradScaler`` otherwise. Pointmap
+    stays fp32, as the official recipe: bf16 (or fp16) autocast or FSDP
+    low-precision parameters on a pointmap config are refused.
+    """
+    wrapper = cfg.get('optim_wrapper') or {}
+    amp = use_sapiens2_amp(wrapper, is_fsdp(cfg))
+    mixed = ((cfg.get('strategy') or {}).get('model_wrapper') or {}).get(
+        'mixed_precision') or {}
+    low = [f'{k}={mixed[k]}' for k in ('param_dtype', 'reduce_dtype')
+           if mixed.get(k) not in (None, 'float32', 'fp32', torch.float32)]
+    if amp:
+        low.insert(0, f'autocast {wrapper.get("dtype") or "float16"}')
+    if low and is_pointmap(cfg):
+        raise RunConfigError(
+            f'pointmap trains in fp32 (the official recipe; bf16 moves its '
+            f'outputs by about 13 % relative), but this run uses '
+            f'{", ".join(low)}. Drop --amp / AmpOptimWrapper and use '
+            'configs/_base_/strategies/fsdp_fp32.py instead of fsdp_bf16.py.')
+    if amp and notes is not None:
+        notes.append(f'optim_wrapper: Sapiens2AmpOptimWrapper, '
+                     f'{wrapper.get("dtype") or "float16"} autocast, ' + (
+                         'no loss scaling' if str(wrapper.get('dtype')) in (
+                             'bfloat16', 'torch.bfloat16') else
+                         'ShardedGradScaler' if is_fsdp(cfg) else
+                         'GradScaler') + '.')
+
+
+def is_pointmap(cfg: Config) -> bool:
+    """Whether ``cfg`` trains the pointmap task."""
+    try:
+        return find_task(cfg).name == 'pointmap'
+    except ValueError:  # no task (pretraining, an unregistered model)
+        return False
 
 
 def check_checkpoint_task(cfg: Config, checkpoint: str) -> None:
@@ -144,8 +184,9 @@ def check_checkpoint_task(cfg: Config, checkpoint: str) -> None:
     """
     allow_mmengine_checkpoint_globals()
     try:
-        meta = torch.load(checkpoint, map_location='cpu', mmap=True,
-                          weights_only=True).get('meta') or {}
+        meta = (read_extra_state(checkpoint) if osp.isdir(checkpoint) else
+                torch.load(checkpoint, map_location='cpu', mmap=True,
+                           weights_only=True)).get('meta') or {}
         saved = Config.fromstring(meta['cfg'], file_format='.py')
         theirs, ours = find_task(saved).name, find_task(cfg).name
     except Exception:  # noqa: BLE001 - no task recorded: nothing to compare
@@ -192,22 +233,29 @@ def set_resume(cfg: Config, resume: Optional[str],
                      f'checkpoint {found}.' if skipped else
                      f'--resume: resuming from {found}.')
         resume = found
-    elif osp.isdir(resume):
-        raise RunConfigError(
-            f'--resume {resume!r} is a folder (per-rank shards of an FSDP '
-            "state_dict_cfg='local' run?); resume takes a checkpoint file "
-            "saved with state_dict_cfg='full'.")
-    elif not osp.isfile(resume):
+    elif not osp.exists(resume):
         raise RunConfigError(
             f'--resume checkpoint not found: {resume!r}. Use --resume auto to '
             'continue from the latest checkpoint of the work dir.')
     else:
         problem = checkpoint_problem(resume)
+        if problem is not None and osp.isdir(resume):
+            raise RunConfigError(
+                f'--resume {resume!r} is a folder that cannot be read as a '
+                f'sharded checkpoint ({problem}). Use --resume auto to take '
+                'the newest complete checkpoint of the work dir.')
         if problem is not None:
             raise RunConfigError(
                 f'--resume checkpoint {resume!r} cannot be read ({problem}); '
                 'it may be truncated. Use --resume auto to take the newest '
                 'complete checkpoint of the work dir.')
+    if osp.isdir(resume) and not is_fsdp(cfg):
+        raise RunConfigError(
+            f'--resume {resume!r} is a sharded checkpoint (per-rank shards of '
+            'an FSDP run); resume it with the FSDP config it was trained '
+            'with, or consolidate it first: python tools/model_converters/'
+            f'consolidate_sharded_checkpoint.py {resume} OUT.pth '
+            '--with-optimizer')
     check_checkpoint_task(cfg, resume)
     cfg.resume = True
     cfg.load_from = resume
@@ -235,6 +283,7 @@ def route_load_from(cfg: Config, partial: bool = False,
     source = cfg.get('load_from')
     if cfg.get('resume') or not source:
         return
+    refuse_sharded_folder(source, 'load_from')
     if not osp.isfile(source):
         raise RunConfigError(
             f'load_from checkpoint not found: {source!r}. Fix the path in '
@@ -318,6 +367,10 @@ def prepare_train_config(cfg: Config, *, work_dir: Optional[str] = None,
        else ``./work_dirs/<config name>``, created and checked writable.
     2. ``amp``: the optimizer wrapper becomes mmengine's ``AmpOptimWrapper``
        with bf16 autocast (:func:`enable_amp`); refused on CPU and DeepSpeed.
+       Any mixed-precision wrapper (from ``amp`` or the config) then becomes
+       ``Sapiens2AmpOptimWrapper``: no loss scaling for bf16, a sharded
+       scaler for fp16 under FSDP; a pointmap config in bf16 is refused
+       (:func:`set_mixed_precision`).
     3. ``resume`` (``'auto'`` or a path): ``resume`` / ``load_from`` point at
        the newest complete checkpoint, or that file, after checking it reads
        and trains the same task (:func:`set_resume`).
@@ -353,6 +406,7 @@ def prepare_train_config(cfg: Config, *, work_dir: Optional[str] = None,
     set_work_dir(cfg, work_dir)
     if amp:
         enable_amp(cfg)
+    set_mixed_precision(cfg, notes)
     set_resume(cfg, resume, notes)
     route_load_from(cfg, load_partial, notes)
     use_atomic_checkpoints(cfg, notes)
@@ -398,6 +452,7 @@ def set_checkpoint(cfg: Config, checkpoint: str) -> None:
     mmengine's ``load_from`` would read only torch files and load them
     non-strictly; the hook reads .safetensors too and lists mismatching keys.
     """
+    refuse_sharded_folder(checkpoint, 'the checkpoint')
     if not osp.isfile(checkpoint):
         raise RunConfigError(
             f'Checkpoint not found: {checkpoint!r}. Pass a .pth from '
@@ -413,6 +468,17 @@ def set_checkpoint(cfg: Config, checkpoint: str) -> None:
         cfg.init_weights_for_test_or_val = False
         return
     _with_load_hook(cfg, checkpoint=checkpoint)
+
+
+def refuse_sharded_folder(path: str, what: str) -> None:
+    """A sharded checkpoint folder is read only by ``--resume`` of its FSDP
+    run; for testing, inference or fine-tuning it is consolidated first."""
+    if is_sharded_checkpoint(path):
+        raise RunConfigError(
+            f'{what} {path!r} is a sharded checkpoint (a folder of per-rank '
+            'shards); consolidate it into one file first: python tools/'
+            f'model_converters/consolidate_sharded_checkpoint.py {path} '
+            'OUT.pth')
 
 
 def add_dump(cfg: Config, out: str) -> None:
