@@ -37,10 +37,15 @@ DataLoader worker does before the main process receives the batch (the
 task run interleaved, one sample each in turn (the order rotates every
 round), with the same random seed per sample: on a machine shared with other
 work the ratios between variants of one run are what to read, not the
-absolute rates. ``4k-before`` and ``4k`` must give equal batches (checked,
-every sample).
+absolute rates. The worker runs OpenCV and torch on one thread, as a
+training worker does; its CPU time per image (``time.process_time``) is also
+reported: images per CPU second is the rate of a worker on a core of its own
+(without waiting for the shared machine's other work, but with its memory
+traffic). ``4k-before`` and ``4k`` must give equal batches (checked, every
+sample).
 """
 import argparse
+import contextlib
 import glob
 import json
 import os.path as osp
@@ -55,6 +60,7 @@ REPO_DIR = osp.abspath(osp.join(osp.dirname(osp.abspath(__file__)), '..',
                                 '..'))
 sys.path.insert(0, REPO_DIR)
 
+import cv2  # noqa: E402
 import torch  # noqa: E402
 from mmengine.config import Config  # noqa: E402
 from mmengine.dataset import pseudo_collate  # noqa: E402
@@ -314,13 +320,30 @@ def _same(a, b) -> bool:
 
 
 def worker_image(dataset, index: int, seed: int):
-    """(seconds, batch) of one image through the worker's work."""
+    """(wall seconds, CPU seconds, batch) of one image through the worker's
+    work."""
     np.random.seed(seed)
     random.seed(seed)
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     batch = pseudo_collate([dataset[index]])
     _share(batch)
-    return time.perf_counter() - start, batch
+    return (time.perf_counter() - start, time.process_time() - start_cpu,
+            batch)
+
+
+@contextlib.contextmanager
+def worker_threads():
+    """One thread for OpenCV and torch, as in a training loader worker
+    (the configs' ``env_cfg.mp_cfg.opencv_num_threads=0``; torch's
+    DataLoader sets one thread per worker), restored afterwards."""
+    cv2_threads, torch_threads = cv2.getNumThreads(), torch.get_num_threads()
+    cv2.setNumThreads(0)
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        cv2.setNumThreads(cv2_threads)
+        torch.set_num_threads(torch_threads)
 
 
 def bench_task(task: str, args) -> dict:
@@ -330,6 +353,7 @@ def bench_task(task: str, args) -> dict:
     datasets = {v: d for v, d in datasets.items() if d is not None}
     names = list(datasets)
     seconds = dict.fromkeys(names, 0.0)
+    cpu_seconds = dict.fromkeys(names, 0.0)
     count = 0
     equal = True
     for round_ in range(args.rounds):
@@ -339,15 +363,19 @@ def bench_task(task: str, args) -> dict:
             batches = {}
             for name in order:
                 dataset = datasets[name]
-                took, batches[name] = worker_image(
+                took, took_cpu, batches[name] = worker_image(
                     dataset, seed % len(dataset), seed)
                 seconds[name] += took
+                cpu_seconds[name] += took_cpu
             count += 1
             equal &= _same(batches['4k-before'], batches['4k'])
     rate = {name: count / seconds[name] for name in names}
     row = dict(task=task, images=count, equal_before_after=equal,
                images_per_s=rate,
                ms_per_image={n: 1e3 * seconds[n] / count for n in names},
+               cpu_ms_per_image={n: 1e3 * cpu_seconds[n] / count
+                                 for n in names},
+               images_per_cpu_s={n: count / cpu_seconds[n] for n in names},
                vs_1k={n: rate[n] / rate['1k'] for n in names},
                after_vs_before=rate['4k'] / rate['4k-before'],
                steps_ms={n: {k: 1e3 * v / count
@@ -370,29 +398,36 @@ def main(argv=None) -> list:
                          f'registered tasks: {task_names()}')
     print(f'{args.rounds} rounds x {args.samples} samples per variant, '
           'interleaved; images/s of one worker (pipeline + collate + '
-          'shared memory)')
+          'shared memory; one OpenCV / torch thread) by the wall clock, and '
+          'by its CPU time (the rate on a core of its own)')
     rows = []
-    for task in tasks:
-        row = bench_task(task, args)
-        rows.append(row)
-        for name, rate in row['images_per_s'].items():
-            print(f'{task:9s} {name:14s} {row["ms_per_image"][name]:9.1f} '
-                  f'ms/image {rate:7.2f} images/s  x{row["vs_1k"][name]:.3f}'
-                  ' of 1K')
-        extra = ''
-        if 'options_vs_4k' in row:
-            extra = f'; options x{row["options_vs_4k"]:.3f} of 4k'
-        print(f'{task:9s} 4k after / before x{row["after_vs_before"]:.3f}, '
-              f'batches equal: {row["equal_before_after"]}{extra}')
-        if args.steps:
-            for name, steps in row['steps_ms'].items():
-                print(f'  {name}: ' + ', '.join(
-                    f'{k[3:]} {v:.0f}' for k, v in steps.items()))
+    with worker_threads():
+        for task in tasks:
+            rows.append(bench_task(task, args))
+            _print_row(rows[-1], args.steps)
     if args.out:
         with open(args.out, 'w') as f:
             json.dump(dict(rounds=args.rounds, samples=args.samples,
                            results=rows), f, indent=1)
     return rows
+
+
+def _print_row(row: dict, steps: bool) -> None:
+    task = row['task']
+    for name, rate in row['images_per_s'].items():
+        print(f'{task:9s} {name:14s} {row["ms_per_image"][name]:9.1f} '
+              f'ms/image {rate:7.2f} images/s  x{row["vs_1k"][name]:.3f}'
+              f' of 1K; CPU {row["cpu_ms_per_image"][name]:7.1f} ms/image '
+              f'{row["images_per_cpu_s"][name]:6.2f} images/CPU-s')
+    extra = ''
+    if 'options_vs_4k' in row:
+        extra = f'; options x{row["options_vs_4k"]:.3f} of 4k'
+    print(f'{task:9s} 4k after / before x{row["after_vs_before"]:.3f}, '
+          f'batches equal: {row["equal_before_after"]}{extra}')
+    if steps:
+        for name, times in row['steps_ms'].items():
+            print(f'  {name}: ' + ', '.join(
+                f'{k[3:]} {v:.0f}' for k, v in times.items()))
 
 
 if __name__ == '__main__':
