@@ -24,3 +24,8 @@ train_cfg = dict(val_interval=10000)
 default_hooks = dict(checkpoint=dict(interval=2000))
 # The official global batch is 8 x 2; lr is not rescaled automatically.
 auto_scale_lr = dict(enable=False, base_batch_size=16)
+# Sharded checkpoints: each rank writes and reads its own shards (a 'full'
+# checkpoint gathers about 61 GB on rank 0 and every rank reads it back on
+# resume). For tools/test.py or the converters, consolidate first:
+# tools/model_converters/consolidate_sharded_checkpoint.py (docs/large_models.md).
+strategy = dict(state_dict_cfg='sharded')
