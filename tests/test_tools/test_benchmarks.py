@@ -81,9 +81,14 @@ def test_label_resize_rejects_bad_sizes():
 def test_loader_4k_before_and_after_give_equal_batches(capsys):
     """loader_4k.py on one dense sample: the shipped 4K pipeline and the one
     it replaced give equal batches, and every variant is measured."""
+    import cv2
+    import torch
+    threads = cv2.getNumThreads(), torch.get_num_threads()
     rows = load_tool('benchmarks/loader_4k').main(
         ['--tasks', 'normal', '--rounds', '1', '--samples', '1'])
+    assert (cv2.getNumThreads(), torch.get_num_threads()) == threads
     row, = rows
+    assert all(rate > 0 for rate in row['images_per_cpu_s'].values())
     assert row['task'] == 'normal' and row['equal_before_after']
     assert set(row['images_per_s']) == {'1k', '4k-before', '4k',
                                         '4k-options'}
@@ -92,6 +97,11 @@ def test_loader_4k_before_and_after_give_equal_batches(capsys):
     # the step that changed: one DenseResizePad instead of two steps
     assert any('DenseToOutputSize' in k for k in row['steps_ms']['4k-before'])
     assert not any('DenseToOutputSize' in k for k in row['steps_ms']['4k'])
+    # the upstream colour distortion before, its lookup-table form after
+    assert any(k.endswith(' mmseg.PhotoMetricDistortion')
+               for k in row['steps_ms']['4k-before'])
+    assert any(k.endswith(' PhotoMetricDistortionLUT')
+               for k in row['steps_ms']['4k'])
     assert 'batches equal: True' in capsys.readouterr().out
 
 

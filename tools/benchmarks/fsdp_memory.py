@@ -221,7 +221,7 @@ def single(args, monitor) -> None:
                                   weight_decay=0.1)
     start = monitor.phase()
     checkpoint = torch.load(osp.join(args.dir, 'full.pth'),
-                            map_location='cpu', weights_only=False)
+                            map_location='cpu')
     model.load_state_dict(checkpoint['state_dict'])
     saved = checkpoint['optimizer']  # keyed by parameter name (FSDP full)
     index = {name: i for i, (name, _) in enumerate(model.named_parameters())}

@@ -14,7 +14,11 @@ through these pipelines:
 * ``4k-before``: the 1B-4K config's pipeline with the implementations it
   replaced: dense targets letterboxed at 4096x3072 and then resized to the
   2048x1536 output (``DenseResizePad`` + ``DenseToOutputSize``), the seg
-  crop's class count by ``np.unique``;
+  crop's class count by ``np.unique``, the colour distortions and the
+  seg flip of mmseg and mmpose instead of their lookup-table forms
+  (``REPLACED``), the normal and
+  pointmap targets and the official noise as they were before
+  (``PREVIOUS_METHODS``);
 * ``4k``: the 1B-4K config's pipeline as shipped;
 * ``4k-options``: the shipped pipeline with the named options that depart
   from the official pipeline turned on (docs/4k.md gives their
@@ -33,10 +37,15 @@ DataLoader worker does before the main process receives the batch (the
 task run interleaved, one sample each in turn (the order rotates every
 round), with the same random seed per sample: on a machine shared with other
 work the ratios between variants of one run are what to read, not the
-absolute rates. ``4k-before`` and ``4k`` must give equal batches (checked,
-every sample).
+absolute rates. The worker runs OpenCV and torch on one thread, as a
+training worker does; its CPU time per image (``time.process_time``) is also
+reported: images per CPU second is the rate of a worker on a core of its own
+(without waiting for the shared machine's other work, but with its memory
+traffic). ``4k-before`` and ``4k`` must give equal batches (checked, every
+sample).
 """
 import argparse
+import contextlib
 import glob
 import json
 import os.path as osp
@@ -51,6 +60,7 @@ REPO_DIR = osp.abspath(osp.join(osp.dirname(osp.abspath(__file__)), '..',
                                 '..'))
 sys.path.insert(0, REPO_DIR)
 
+import cv2  # noqa: E402
 import torch  # noqa: E402
 from mmengine.config import Config  # noqa: E402
 from mmengine.dataset import pseudo_collate  # noqa: E402
@@ -95,12 +105,31 @@ def task_configs(task: str) -> dict:
                 sample=_one(f'configs/{task}/sapiens2-tiny-4k_*.py'))
 
 
+# Steps of the shipped 4K pipelines and the upstream ones they replaced
+# with equal results.
+REPLACED = {
+    'PhotoMetricDistortionLUT': 'mmseg.PhotoMetricDistortion',
+    'PosePhotometricDistortionLUT': 'mmpose.PhotometricDistortion',
+    'SegRandomFlipLUT': 'mmseg.RandomFlip',
+}
+
+
+def _upstream(step: dict) -> dict:
+    """``step`` with the upstream type it replaced (also inside
+    ``RandomApply``)."""
+    step = dict(step)
+    step['type'] = REPLACED.get(step['type'], step['type'])
+    if 'transforms' in step:
+        step['transforms'] = [_upstream(s) for s in step['transforms']]
+    return step
+
+
 def _before(pipeline: list) -> list:
     """The 4K pipeline with the replaced implementation of each changed
-    step (the np.unique count is patched in :func:`build_dataset`)."""
+    step (``PREVIOUS_METHODS`` are patched in :func:`build_dataset`)."""
     out = []
     for step in pipeline:
-        step = dict(step)
+        step = _upstream(step)
         scale = step.pop('output_scale', 1.0) \
             if step['type'] == 'DenseResizePad' else 1.0
         out.append(step)
@@ -139,6 +168,90 @@ def _unique_counts(self, crop: np.ndarray) -> np.ndarray:
     return np.unique(crop[crop != self.ignore_index], return_counts=True)[1]
 
 
+# The implementations that shipped steps replaced with equal results, run by
+# ``4k-before`` and used by the tests as the reference
+# (tests/test_datasets/test_dense_targets.py, test_seg_noise.py).
+
+
+def previous_normal_target(self, results: dict) -> dict:
+    """NormalGenerateTarget.transform before issue 27 item 4 (whole-map
+    np.linalg.norm and np.where)."""
+    normal = results.get('gt_normal')
+    if normal is None:
+        return results
+    mask = results['gt_mask']
+    norm = np.linalg.norm(normal, axis=2, keepdims=True)
+    ok = mask[..., None] & (norm > 1e-6)
+    out = np.where(ok, normal / np.where(norm > 1e-6, norm, 1.0), normal)
+    if self.background_value is not None:
+        out = np.where(mask[..., None], out, self.background_value)
+    results['gt_normal'] = out.astype(np.float32)
+    results['gt_mask'] = mask & ok[..., 0]
+    return results
+
+
+def previous_pointmap_target(self, results: dict) -> dict:
+    """PointmapGenerateTarget.transform before issue 27 item 4 (per-pixel
+    float64 grids)."""
+    depth = results.get('gt_depth')
+    if depth is None:
+        return results
+    K_gt = results.get('gt_cam_K', results['cam_K'])
+    mask = results['gt_mask']
+    h, w = depth.shape
+    v, u = np.mgrid[0:h, 0:w].astype(np.float64)
+    fx, fy, cx, cy = K_gt[0, 0], K_gt[1, 1], K_gt[0, 2], K_gt[1, 2]
+    skew = K_gt[0, 1]
+    y = (v - cy) / fy
+    x = (u - cx - skew * y) / fx
+    scale = self.canonical_focal_length / float(results['cam_K'][0, 0])
+    points = np.stack([x * depth, y * depth, depth.astype(np.float64)],
+                      axis=-1) * scale
+    points[~mask] = 0.0
+    results['gt_pointmap'] = points.astype(np.float32)
+    results['gt_depth'] = np.where(mask, depth, 0.0).astype(np.float32)
+    results['canonical_scale'] = scale
+    results['gt_mean_depth'] = float(points[mask, 2].mean()) \
+        if mask.any() else 0.0
+    return results
+
+
+def previous_gaussian_noise(self, results: dict) -> dict:
+    """SegRandomGaussianNoise.transform before issue 27 item 4 (the
+    official draw of the whole image at once)."""
+    if np.random.rand() < self.prob:
+        img = results['img']
+        std = np.sqrt(np.random.uniform(*self.var_range))
+        if self.generator == 'official':
+            noise = np.random.normal(0.0, std, img.shape).astype(np.float32)
+        else:
+            rng = np.random.default_rng(np.random.randint(2**31))
+            noise = rng.standard_normal(img.shape, dtype=np.float32)
+            noise *= np.float32(std)
+        noise += img
+        results['img'] = np.clip(noise, 0, 255, out=noise).astype(img.dtype)
+    return results
+
+
+def previous_solarize(self, results: dict) -> dict:
+    """RandomSolarize.transform before issue 27 item 4 (the formula on every
+    pixel, now its ``solarize`` method)."""
+    if np.random.rand() >= self.prob:
+        return results
+    results['img'] = self.solarize(results['img'])
+    return results
+
+
+# step type -> (method, the previous implementation) patched in 4k-before
+PREVIOUS_METHODS = {
+    'RandomSolarize': ('transform', previous_solarize),
+    'SegRandomCrop': ('_class_counts', _unique_counts),
+    'NormalGenerateTarget': ('transform', previous_normal_target),
+    'PointmapGenerateTarget': ('transform', previous_pointmap_target),
+    'SegRandomGaussianNoise': ('transform', previous_gaussian_noise),
+}
+
+
 class _Timed:
     """A pipeline step that adds its run time to ``totals[name]``."""
 
@@ -170,8 +283,9 @@ def build_dataset(configs: dict, variant: str, step_totals: dict):
     dataset = DATASETS.build(dataset_cfg)
     steps = dataset.pipeline.transforms
     for i, (step, cfg) in enumerate(zip(steps, pipeline_cfg)):
-        if variant == '4k-before' and cfg['type'] == 'SegRandomCrop':
-            step._class_counts = _unique_counts.__get__(step)
+        if variant == '4k-before' and cfg['type'] in PREVIOUS_METHODS:
+            method, previous = PREVIOUS_METHODS[cfg['type']]
+            setattr(step, method, previous.__get__(step))
         steps[i] = _Timed(step, f'{i:02d} {cfg["type"]}', step_totals)
     return dataset
 
@@ -206,13 +320,30 @@ def _same(a, b) -> bool:
 
 
 def worker_image(dataset, index: int, seed: int):
-    """(seconds, batch) of one image through the worker's work."""
+    """(wall seconds, CPU seconds, batch) of one image through the worker's
+    work."""
     np.random.seed(seed)
     random.seed(seed)
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     batch = pseudo_collate([dataset[index]])
     _share(batch)
-    return time.perf_counter() - start, batch
+    return (time.perf_counter() - start, time.process_time() - start_cpu,
+            batch)
+
+
+@contextlib.contextmanager
+def worker_threads():
+    """One thread for OpenCV and torch, as in a training loader worker
+    (the configs' ``env_cfg.mp_cfg.opencv_num_threads=0``; torch's
+    DataLoader sets one thread per worker), restored afterwards."""
+    cv2_threads, torch_threads = cv2.getNumThreads(), torch.get_num_threads()
+    cv2.setNumThreads(0)
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        cv2.setNumThreads(cv2_threads)
+        torch.set_num_threads(torch_threads)
 
 
 def bench_task(task: str, args) -> dict:
@@ -222,6 +353,7 @@ def bench_task(task: str, args) -> dict:
     datasets = {v: d for v, d in datasets.items() if d is not None}
     names = list(datasets)
     seconds = dict.fromkeys(names, 0.0)
+    cpu_seconds = dict.fromkeys(names, 0.0)
     count = 0
     equal = True
     for round_ in range(args.rounds):
@@ -231,15 +363,19 @@ def bench_task(task: str, args) -> dict:
             batches = {}
             for name in order:
                 dataset = datasets[name]
-                took, batches[name] = worker_image(
+                took, took_cpu, batches[name] = worker_image(
                     dataset, seed % len(dataset), seed)
                 seconds[name] += took
+                cpu_seconds[name] += took_cpu
             count += 1
             equal &= _same(batches['4k-before'], batches['4k'])
     rate = {name: count / seconds[name] for name in names}
     row = dict(task=task, images=count, equal_before_after=equal,
                images_per_s=rate,
                ms_per_image={n: 1e3 * seconds[n] / count for n in names},
+               cpu_ms_per_image={n: 1e3 * cpu_seconds[n] / count
+                                 for n in names},
+               images_per_cpu_s={n: count / cpu_seconds[n] for n in names},
                vs_1k={n: rate[n] / rate['1k'] for n in names},
                after_vs_before=rate['4k'] / rate['4k-before'],
                steps_ms={n: {k: 1e3 * v / count
@@ -262,29 +398,36 @@ def main(argv=None) -> list:
                          f'registered tasks: {task_names()}')
     print(f'{args.rounds} rounds x {args.samples} samples per variant, '
           'interleaved; images/s of one worker (pipeline + collate + '
-          'shared memory)')
+          'shared memory; one OpenCV / torch thread) by the wall clock, and '
+          'by its CPU time (the rate on a core of its own)')
     rows = []
-    for task in tasks:
-        row = bench_task(task, args)
-        rows.append(row)
-        for name, rate in row['images_per_s'].items():
-            print(f'{task:9s} {name:14s} {row["ms_per_image"][name]:9.1f} '
-                  f'ms/image {rate:7.2f} images/s  x{row["vs_1k"][name]:.3f}'
-                  ' of 1K')
-        extra = ''
-        if 'options_vs_4k' in row:
-            extra = f'; options x{row["options_vs_4k"]:.3f} of 4k'
-        print(f'{task:9s} 4k after / before x{row["after_vs_before"]:.3f}, '
-              f'batches equal: {row["equal_before_after"]}{extra}')
-        if args.steps:
-            for name, steps in row['steps_ms'].items():
-                print(f'  {name}: ' + ', '.join(
-                    f'{k[3:]} {v:.0f}' for k, v in steps.items()))
+    with worker_threads():
+        for task in tasks:
+            rows.append(bench_task(task, args))
+            _print_row(rows[-1], args.steps)
     if args.out:
         with open(args.out, 'w') as f:
             json.dump(dict(rounds=args.rounds, samples=args.samples,
                            results=rows), f, indent=1)
     return rows
+
+
+def _print_row(row: dict, steps: bool) -> None:
+    task = row['task']
+    for name, rate in row['images_per_s'].items():
+        print(f'{task:9s} {name:14s} {row["ms_per_image"][name]:9.1f} '
+              f'ms/image {rate:7.2f} images/s  x{row["vs_1k"][name]:.3f}'
+              f' of 1K; CPU {row["cpu_ms_per_image"][name]:7.1f} ms/image '
+              f'{row["images_per_cpu_s"][name]:6.2f} images/CPU-s')
+    extra = ''
+    if 'options_vs_4k' in row:
+        extra = f'; options x{row["options_vs_4k"]:.3f} of 4k'
+    print(f'{task:9s} 4k after / before x{row["after_vs_before"]:.3f}, '
+          f'batches equal: {row["equal_before_after"]}{extra}')
+    if steps:
+        for name, times in row['steps_ms'].items():
+            print(f'  {name}: ' + ', '.join(
+                f'{k[3:]} {v:.0f}' for k, v in times.items()))
 
 
 if __name__ == '__main__':

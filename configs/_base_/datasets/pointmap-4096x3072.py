@@ -12,6 +12,9 @@
 # * Test: DenseToOutputSize(scale=0.5, resize_targets=False): the targets
 #   keep the original size (metrics at the original resolution, as at 1K)
 #   and only cam_K moves to the output frame.
+# * PhotoMetricDistortionLUT: mmseg's PhotoMetricDistortion (same random
+#   draws, same bytes, tested) with uint8 lookup tables instead of float32
+#   copies of the image (sapiens2_mm/datasets/transforms/photometric.py).
 _base_ = ['./pointmap-1024x768.py']
 height, width = 4096, 3072
 output_scale = 0.5  # the 4K heads predict 2048x1536
@@ -23,7 +26,7 @@ canonical_focal_length = 1536.0
 train_pipeline = [
     dict(type='Sapiens2LoadImage'),
     dict(type='LoadDenseAnnotations'),
-    dict(type='mmseg.PhotoMetricDistortion'),
+    dict(type='PhotoMetricDistortionLUT'),
     dict(type='DenseRandomScale', scale_range=(0.5, 2.0), prob=0.3),
     dict(type='DenseRandomCropContinuous', ar_range=(0.5, 2.0),
          area_range=(0.4, 1.0), num_attempts=8, prob=0.3),

@@ -1,5 +1,6 @@
 """Segmentation transforms (the rest of the pipeline reuses mmseg/mmcv)."""
 from .crop import SegRandomCrop
+from .flip import SegRandomFlipLUT
 from .foreground_filter import SegFilterSmallForeground
 from .loading import LoadSegAnnotations
 from .noise import SegRandomGaussianBlur, SegRandomGaussianNoise
@@ -10,5 +11,5 @@ __all__ = [
     'SegRandomCrop', 'SegFilterSmallForeground', 'LoadSegAnnotations',
     'SegRandomGaussianBlur', 'SegRandomGaussianNoise',
     'SegRandomResize', 'SegResize', 'SegLabelToOutputSize',
-    'SegRandomResizeCrop'
+    'SegRandomResizeCrop', 'SegRandomFlipLUT'
 ]
