@@ -136,9 +136,10 @@ def run_inference(task: str, config: str, inputs, output: str,
             ``tools/infer.py TASK -h`` lists them).
 
     Raises:
-        ValueError / FileNotFoundError / FileExistsError / PermissionError /
-        NotADirectoryError: bad options, inputs or output folder, before any
-        frame is processed.
+        UserError: bad options, inputs, config, checkpoint or output folder,
+            before any frame is processed (its kinds in
+            :mod:`sapiens2_mm.utils.user_errors`, each also the ValueError /
+            FileNotFoundError / FileExistsError ... it is).
         WorkDirLockedError: another run is writing into ``output``
             (``<output>/.inference.lock``).
     """
