@@ -484,7 +484,7 @@ def test_user_errors_are_one_error_line(tmp_path):
     photo = _photo(tmp_path / 'in' / 'a.png')
     out = str(tmp_path / 'out')
     four_k = osp.join(REPO_DIR, 'configs', 'normal',
-                      'sapiens2-tiny-4k_1xb2-30_densesample-256x192.py')
+                      'sapiens2-tiny-4k_1xb2-30_densesample-512x384.py')
     ckpt = str(tmp_path / 'n4k.pth')
     torch.save({'state_dict': MODELS.build(
         Config.fromfile(four_k).model).state_dict()}, ckpt)
