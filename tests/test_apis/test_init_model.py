@@ -10,7 +10,12 @@ from safetensors.torch import load_file, save_file
 
 from sapiens2_mm.apis import init_model
 from sapiens2_mm.utils import CheckpointMismatchError
-from tests.conftest import PARITY_DIR, REPO_DIR
+from tests.conftest import (
+    OFFICIAL_TOLERANCE,
+    PARITY_DIR,
+    REPO_DIR,
+    max_diff_to_official,
+)
 from tests.tiny_variants import (
     DENSE_TASKS,
     INFERENCE,
@@ -33,7 +38,7 @@ def test_official_safetensors_reproduce_official_output(task, cfg):
         out = model(io['input'], None, mode='tensor')
     out = out[0] if isinstance(out, (tuple, list)) else out
     assert out.shape == io['output_0'].shape
-    assert (out - io['output_0']).abs().max().item() <= 1e-5
+    assert max_diff_to_official(out, task) <= OFFICIAL_TOLERANCE
 
 
 def test_dataset_meta_attached():

@@ -11,10 +11,14 @@ from sapiens2_mm.models.layers import (
     random_patch_mask,
 )
 from sapiens2_mm.registry import MODELS
+from tests.conftest import OFFICIAL_TOLERANCE, max_diff_to_official
 
 # the thread count the official vectors reproduce at (conftest)
 pytestmark = pytest.mark.usefixtures('official_vector_threads')
 
+# Two code paths of this package on the same machine and input (masked vs
+# attention-masked, permuted vs not): float32 rounding of one CPU, within
+# 1e-5 under every kernel set tried (conftest.CROSS_CPU_MARGIN lists them).
 TOLERANCE = 1e-5
 TINY = dict(embed_dims=32, num_layers=2, num_heads=4, feedforward_channels=64,
             num_tokenizer_layers=1)
@@ -40,8 +44,9 @@ def test_mask_ratio_zero_reproduces_official(name, parity_file, repo_path):
         plain = model(x)[0]
     h, w = io['output'].shape[-2:]
     feat = raw[:, 9:].reshape(x.shape[0], h, w, -1).permute(0, 3, 1, 2)
-    assert (feat - io['output']).abs().max().item() <= TOLERANCE
-    # ratio 0 is the identity gather: bit-identical to the unmasked path.
+    assert max_diff_to_official(feat, name) <= OFFICIAL_TOLERANCE
+    # ratio 0 is the identity gather: bit-identical to the unmasked path
+    # (the same kernels on the same tensors, in one process).
     assert torch.equal(raw, plain)
 
 
