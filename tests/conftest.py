@@ -14,6 +14,11 @@ TESTS_DIR = osp.dirname(osp.abspath(__file__))
 DATA_DIR = osp.join(TESTS_DIR, 'data')
 REPO_DIR = osp.dirname(TESTS_DIR)
 PARITY_DIR = osp.join(DATA_DIR, 'official_parity')
+#: The bundled COCO sample: 4 photos and their COCO-17 / WholeBody / 308
+#: keypoint annotations.
+COCO_DIR = osp.join(DATA_DIR, 'coco_sample')
+#: The photo a test runs on when any photo with people will do (640 x 392).
+PHOTO = osp.join(COCO_DIR, '000000197388.jpg')
 
 
 @pytest.fixture(autouse=True)
@@ -131,6 +136,19 @@ def max_diff_to_official(outputs, name: str) -> float:
         diffs.append(max((got - ref).abs().max().item()
                          for got, ref in zip(outs, expected)))
     return min(diffs)
+
+
+def load_tool(name: str):
+    """A fresh import of ``tools/<name>.py`` (``name`` may hold a folder:
+    ``'analysis_tools/get_flops'``) as module ``sapiens2_tools_<name>``,
+    whatever else is called ``train``, ``test`` ... on ``sys.path``."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        'sapiens2_tools_' + name.replace('/', '_'),
+        osp.join(REPO_DIR, 'tools', f'{name}.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @functools.lru_cache(maxsize=None)

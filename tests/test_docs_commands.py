@@ -10,30 +10,24 @@ import glob
 import os.path as osp
 import re
 import shutil
-import sys
 
+import coco_wholebody_to_sapiens308 as wholebody_to_308
 import cv2
+import infer
 import numpy as np
+import publish_model
 import pytest
+import sapiens2_mm_to_official as mm_to_official
+import sapiens2_official_to_mm as official_to_mm
+import test as test_tool
+import train as train_tool
 
-from tests.conftest import PARITY_DIR, REPO_DIR
+from tests.conftest import COCO_DIR, PARITY_DIR, PHOTO, REPO_DIR
 from tests.tiny_variants import (
-    COCO,
-    PHOTO,
     random_checkpoint,
     read_json,
     tiny_variant,
 )
-
-for sub in ('tools', 'tools/model_converters', 'tools/dataset_converters'):
-    sys.path.insert(0, osp.join(REPO_DIR, sub))
-import coco_wholebody_to_sapiens308 as wholebody_to_308  # noqa: E402
-import infer  # noqa: E402
-import publish_model  # noqa: E402
-import sapiens2_mm_to_official as mm_to_official  # noqa: E402
-import sapiens2_official_to_mm as official_to_mm  # noqa: E402
-import test as test_tool  # noqa: E402
-import train as train_tool  # noqa: E402
 
 TINY_SEG = osp.join(REPO_DIR, 'configs', 'seg',
                     'sapiens2-tiny_1xb2-30_seg29sample-128x96.py')
@@ -523,7 +517,7 @@ def test_infer_seg_video_and_photos(clip, photos, tmp_path):
 
 def test_wholebody_to_308_converter(tmp_path):
     out = str(tmp_path / 'coco_wholebody_val_308.json')
-    wholebody_to_308.main([osp.join(COCO, 'test_coco_wholebody.json'), out])
+    wholebody_to_308.main([osp.join(COCO_DIR, 'test_coco_wholebody.json'), out])
     data = read_json(out)
     assert data['annotations']
     assert all(np.asarray(a['goliath_wholebody_kpts']).size == 308 * 3
@@ -628,10 +622,10 @@ def test_tiny_308_config_trains_and_tests(tmp_path):
     config = osp.join(REPO_DIR, 'configs', 'pose',
                       'sapiens2-tiny_1xb12-300_sapiens308sample-128x96.py')
     converted = str(tmp_path / 'converted.json')
-    wholebody_to_308.main([osp.join(COCO, 'test_coco_wholebody.json'),
+    wholebody_to_308.main([osp.join(COCO_DIR, 'test_coco_wholebody.json'),
                            converted])
     with open(converted, 'rb') as f, open(
-            osp.join(COCO, 'test_sapiens308.json'), 'rb') as g:
+            osp.join(COCO_DIR, 'test_sapiens308.json'), 'rb') as g:
         assert f.read() == g.read()
     work = str(tmp_path / 'pose308_tiny')
     train_tool.main([config, '--work-dir', work, '--cfg-options',

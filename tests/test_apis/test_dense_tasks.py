@@ -16,7 +16,7 @@ from tests.conftest import (
     REPO_DIR,
     max_diff_to_official,
 )
-from tests.test_apis.tiny_configs import tiny_config
+from tests.test_apis.tiny_configs import tiny_model
 
 TASKS = ('normal', 'pointmap', 'albedo')
 
@@ -73,7 +73,7 @@ def test_dataset_meta_and_default_pipeline():
     assert type(inferencer).__name__ == 'PointmapInferencer'
     steps = [type(t).__name__ for t in inferencer.pipeline.transforms]
     assert steps == ['DenseResizePad', 'PackDenseInputs']
-    meta = init_model(tiny_config('albedo')).dataset_meta
+    meta = tiny_model('albedo').dataset_meta
     assert meta['task'] == 'albedo' and meta['input_size'] == (128, 96)
 
 
@@ -88,7 +88,7 @@ def test_inferencer_outputs_at_the_frame_size():
     """Un-letterboxed to the frame; units and ranges of each task."""
     torch.manual_seed(0)
     frame = np.random.RandomState(0).randint(0, 255, (90, 200, 3), np.uint8)
-    normal_model = init_model(tiny_config('normal'))
+    normal_model = tiny_model('normal')
     normal = build_inferencer(normal_model)(frame)[0]
     assert normal.image_size == (90, 200) and normal.normal.shape == (90, 200,
                                                                       3)
@@ -100,9 +100,9 @@ def test_inferencer_outputs_at_the_frame_size():
     np.testing.assert_allclose(np.linalg.norm(renorm.normal, axis=2), 1,
                                atol=1e-4)
     assert normal.pointmap is None and normal.focal_length is None
-    albedo = build_inferencer(init_model(tiny_config('albedo')))(frame)[0]
+    albedo = build_inferencer(tiny_model('albedo'))(frame)[0]
     assert albedo.albedo.min() >= 0 and albedo.albedo.max() <= 1
-    model = init_model(tiny_config('pointmap'))
+    model = tiny_model('pointmap')
     last = model.decode_head.scale_final_layer[-1]
     with torch.no_grad():
         last.weight.zero_()

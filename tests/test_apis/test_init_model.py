@@ -11,6 +11,7 @@ from safetensors.torch import load_file, save_file
 from sapiens2_mm.apis import init_model
 from sapiens2_mm.utils import CheckpointMismatchError
 from tests.conftest import (
+    COCO_DIR,
     OFFICIAL_TOLERANCE,
     PARITY_DIR,
     REPO_DIR,
@@ -139,7 +140,7 @@ def test_inferencer_on_a_config_without_test_dataloader(task, cfg):
     official resize / top-down crop) stands in for the test pipeline."""
     from sapiens2_mm.apis import build_inferencer
     model = init_model(cfg, osp.join(PARITY_DIR, f'tiny18_{task}.safetensors'))
-    image = cv2.imread(osp.join(REPO_DIR, 'tests/data/coco_sample',
+    image = cv2.imread(osp.join(COCO_DIR,
                                 '000000040083.jpg'))
     result = build_inferencer(model, flip_test=False)(image)[0]
     if task == 'seg':

@@ -8,18 +8,15 @@ import numpy as np
 import pytest
 from mmengine.config import Config
 
-from .workflow_utils import REPO_DIR, WORKFLOW_CFG, make_data
+from tests.conftest import REPO_DIR, load_tool
+
+from .workflow_utils import WORKFLOW_CFG, make_data
 
 ANALYSIS = osp.join(REPO_DIR, 'tools', 'analysis_tools')
 
 
 def _tool(name):
-    import importlib.util
-    spec = importlib.util.spec_from_file_location(
-        f'sapiens2_analysis_{name}', osp.join(ANALYSIS, f'{name}.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tool(f'analysis_tools/{name}')
 
 
 get_flops = _tool('get_flops')

@@ -1,22 +1,18 @@
 """torch.export of pose/seg tensor forwards: dynamic batch, eager parity."""
 import os.path as osp
-import sys
 
+import export_model
 import pytest
 import torch
 from safetensors.torch import load_file
 
+from sapiens2_mm.apis import init_model
 from tests.conftest import (
     OFFICIAL_TOLERANCE,
     PARITY_DIR,
     REPO_DIR,
     max_diff_to_official,
 )
-
-sys.path.insert(0, osp.join(REPO_DIR, 'tools', 'deployment'))
-import export_model  # noqa: E402
-
-from sapiens2_mm.apis import init_model  # noqa: E402
 
 
 @pytest.mark.parametrize('task', ['pose', 'seg'])

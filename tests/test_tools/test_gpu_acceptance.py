@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from .workflow_utils import REPO_DIR, load_tool
+from tests.conftest import REPO_DIR, load_tool, subprocess_budget
 
 
 def test_check_imports_reports_the_stack():
@@ -25,7 +25,8 @@ def test_dry_run_every_stage(tmp_path):
     proc = subprocess.run(
         ['bash', 'tools/gpu_acceptance.sh', '--dry-run', '--out', str(out),
          '--work-dir', str(tmp_path / 'work')],
-        cwd=REPO_DIR, env=env, capture_output=True, text=True, timeout=900)
+        cwd=REPO_DIR, env=env, capture_output=True, text=True,
+        timeout=subprocess_budget(300))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     table = json.loads(out.read_text())
     stages = table['stages']

@@ -15,7 +15,7 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from .workflow_utils import REPO_DIR, load_tool
+from tests.conftest import REPO_DIR, load_tool
 
 train_tool = load_tool('train')
 test_tool = load_tool('test')

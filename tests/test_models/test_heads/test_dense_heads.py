@@ -19,7 +19,9 @@ from tests.conftest import (
     official_output_sets,
 )
 
-TASKS = ('normal', 'pointmap', 'albedo')
+# the dense tasks this package registers (each has official tiny18 vectors)
+from tests.tiny_variants import DENSE_TASKS as TASKS
+
 # As backbone, pose and seg: the 1e-5 bar plus the cross-CPU margin
 # (conftest.OFFICIAL_TOLERANCE). With the official memory layouts (the
 # backbone's permuted featmap view, RMSNorm2d's contiguous copies) the CPU
@@ -275,8 +277,8 @@ def test_bad_padding_is_reported():
 
 @pytest.mark.parametrize('task', TASKS)
 def test_full_size_heads_reach_1024x768(task):
-    kind = {'normal': 'NormalHead', 'pointmap': 'PointmapHead',
-            'albedo': 'AlbedoHead'}[task]
+    from sapiens2_mm.apis.tasks import get_task
+    kind = get_task(task).head_types[0]
     with torch.device('meta'):
         head = MODELS.build(dict(type=kind, in_channels=1536))
         out = head(torch.empty(2, 1536, 64, 48))  # 1b feature of 1024x768
