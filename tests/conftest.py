@@ -155,8 +155,8 @@ def load_tool(name: str):
 def interpreter_start_s() -> float:
     """Seconds a fresh interpreter takes to import torch, mmengine and this
     package, measured once per test process: the fixed cost of every tool
-    run in a subprocess, and a gauge of how busy the machine is (2-3 s on an
-    idle 2-core machine, ~40 s with seven test processes sharing it)."""
+    run in a subprocess, and a gauge of how busy the machine is (31-39 s
+    measured with seven test processes sharing 2 cores)."""
     start = time.monotonic()
     subprocess.run([sys.executable, '-c',
                     'import torch, mmengine, sapiens2_mm.apis'],
