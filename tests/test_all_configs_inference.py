@@ -102,6 +102,7 @@ def test_init_model(config, tmp_path):
                 4096, 3072))
 
 
+@pytest.mark.slow  # every shipped config: 3.1 min
 @pytest.mark.parametrize('config', INFERENCE, ids=IDS)
 def test_infer_cli_on_a_bundled_photo(config, tmp_path):
     out = tmp_path / 'out'
@@ -138,6 +139,7 @@ def test_infer_cli_on_a_bundled_photo(config, tmp_path):
             assert (out / f'{stem}.ply').is_file()
 
 
+@pytest.mark.slow  # every shipped config: 6.3 min
 @pytest.mark.parametrize('config', INFERENCE, ids=IDS)
 def test_test_tool_on_one_sample_batch(config, tmp_path):
     tiny = tiny_variant(config, str(tmp_path), with_test_data=True)

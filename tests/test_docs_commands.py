@@ -71,6 +71,9 @@ COVERAGE = {
         'iterations; its train/test/infer steps run here as tiny variants')),
     'bash tools/run_tests.sh': ('reason', (
         'reinstalls .venv and runs the whole suite, which includes this test')),
+    'bash tools/run_tests.sh -m "not slow"': ('reason', (
+        'reinstalls .venv and runs the suite without the slow-marked tests, '
+        'which includes this test')),
     'source .venv/bin/activate': ('reason', (
         'shell set-up; the tests already run in that environment')),
     'python tools/model_converters/sapiens2_official_to_mm.py '
@@ -613,6 +616,7 @@ def test_init_cfg_override_on_a_config_whose_init_cfg_is_none(tmp_path):
             'head.final_layer.weight.') in log
 
 
+@pytest.mark.slow  # trains and tests: 34 s
 def test_tiny_308_config_trains_and_tests(tmp_path):
     """Issue 18: the flagship 308-keypoint task had no sample config. The
     bundled annotations are the converter's output for the bundled

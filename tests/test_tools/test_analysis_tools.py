@@ -128,6 +128,7 @@ def _shipped_configs():
     return [osp.relpath(p, REPO_DIR) for p in SHIPPED]
 
 
+@pytest.mark.slow  # every shipped config: 90 s
 @pytest.mark.parametrize('config', _shipped_configs())
 def test_get_flops_runs_on_every_shipped_config(config, capsys):
     """Issue 18: every pose config failed (mmpose's forward needs

@@ -15,6 +15,7 @@ from tests.conftest import (
 )
 
 
+@pytest.mark.slow  # torch.export of two models: 53 s
 @pytest.mark.parametrize('task', ['pose', 'seg'])
 def test_exported_program_matches_official_output(task, tmp_path):
     cfg = osp.join(REPO_DIR, f'tests/configs/parity/tiny18_{task}.py')
@@ -38,6 +39,7 @@ def test_exported_program_matches_official_output(task, tmp_path):
     assert (out3 - eager).abs().max().item() <= OFFICIAL_TOLERANCE
 
 
+@pytest.mark.slow  # torch.export and its check: 55 s
 def test_cli_exports_and_verifies(tmp_path, capsys):
     """The documented command, in this process (its ``__main__`` only passes
     ``main()``'s return code to ``sys.exit``): no subprocess to time out on a
@@ -63,6 +65,7 @@ def test_onnx_without_onnxscript_says_what_to_install(tmp_path):
         export_model.export_onnx(model, (128, 96), str(tmp_path / 'm.onnx'))
 
 
+@pytest.mark.slow  # ONNX export: 119 s
 def test_onnx_export_reproduces_eager(tmp_path):
     pytest.importorskip('onnxscript')
     cfg = osp.join(REPO_DIR, 'tests/configs/parity/tiny18_seg.py')

@@ -5,7 +5,6 @@ import os.path as osp
 
 import cv2
 import numpy as np
-import pytest
 import torch
 
 from sapiens2_mm.registry import MODELS
@@ -30,7 +29,6 @@ def _photo_views():
     return [x, x.flip(-1)]
 
 
-@pytest.mark.slow
 def test_reconstruction_falls_and_teacher_does_not_collapse():
     torch.manual_seed(0)
     model = MODELS.build(tiny_pretrainer_cfg())
