@@ -160,7 +160,9 @@ COVERAGE = {
     '--verify': ('test', EXPORT),
     'python tools/deployment/export_model.py CONFIG [CHECKPOINT] '
     '--output export/ [--shape 1024 768] [--max-batch 32] [--verify] [--onnx] '
-    '[--device cuda:0]': ('test', EXPORT),  # --onnx: test_onnx_export_*
+    '[--device cuda:0] [--overwrite]': ('test', EXPORT),
+    # --onnx: test_onnx_export_*; --overwrite:
+    # test_deployment.py::test_an_earlier_export_is_never_replaced
     # Dense tasks (docs/dense.md, docs/dense_data.md, docs/inference.md).
     'python tools/train.py configs/normal/'
     'sapiens2-tiny_1xb2-30_densesample-128x96.py --work-dir work_dirs/normal_tiny':
@@ -293,6 +295,9 @@ COVERAGE = {
     'python tools/benchmarks/label_resize.py': ('test', (
         'tests/test_tools/test_benchmarks.py::'
         'test_label_resize_both_ways_agree')),
+    'python tools/benchmarks/loader_4k.py --rounds 3 --samples 4 --steps': (
+        'test', ('tests/test_tools/test_benchmarks.py::'
+                 'test_loader_4k_before_and_after_give_equal_batches')),
     'python tools/dataset_converters/coco_wholebody_to_sapiens308.py '
     'data/coco/annotations/coco_wholebody_val_v1.0.json '
     'data/coco/annotations/coco_wholebody_val_308.json':
@@ -318,10 +323,19 @@ COVERAGE = {
         'test', 'tests/test_all_configs_inference.py::'
         'test_infer_cli_on_a_bundled_photo'),
     'python tools/train.py configs/seg/'
-    'sapiens2-tiny-4k_1xb2-30_seg29sample-256x192.py': (
+    'sapiens2-tiny-4k_1xb2-30_seg29sample-512x384.py': (
         'test', TINY_4K_TRAIN),
     'python tools/train.py configs/normal/'
-    'sapiens2-tiny-4k_1xb2-30_densesample-256x192.py': (
+    'sapiens2-tiny-4k_1xb2-30_densesample-512x384.py': (
+        'test', TINY_4K_TRAIN),
+    'python tools/train.py configs/pointmap/'
+    'sapiens2-tiny-4k_1xb2-30_densesample-512x384.py': (
+        'test', TINY_4K_TRAIN),
+    'python tools/train.py configs/albedo/'
+    'sapiens2-tiny-4k_1xb2-30_densesample-512x384.py': (
+        'test', TINY_4K_TRAIN),
+    'python tools/train.py configs/pose/'
+    'sapiens2-tiny-4k_1xb12-300_sapiens308sample-512x384.py': (
         'test', TINY_4K_TRAIN),
 }
 

@@ -107,6 +107,7 @@ def main(argv: Optional[List[str]] = None):
     from sapiens2_mm.utils import register_all_modules
     from sapiens2_mm.utils.cfg_options import UnknownConfigKeyError
     from sapiens2_mm.utils.checkpoint import CheckpointMismatchError
+    from sapiens2_mm.utils.cli_errors import unknown_type_message
     from sapiens2_mm.utils.train_lock import WorkDirLock, WorkDirLockedError
     register_all_modules(init_default_scope=False)
     notes: List[str] = []
@@ -144,6 +145,10 @@ def main(argv: Optional[List[str]] = None):
     except ValueError as err:
         if 'Could not read checkpoint' in str(err):
             sys.exit(f'error: {err}')
+        raise
+    except KeyError as err:  # a misspelled type= in the config
+        if unknown_type_message(err):
+            sys.exit(f'error: {unknown_type_message(err)} ({args.config})')
         raise
     finally:
         lock.release()

@@ -23,13 +23,14 @@ import os.path as osp
 from typing import List, Mapping, Optional
 
 import torch
-from mmengine.config import Config, DictAction
+from mmengine.config import Config
 from mmengine.device import get_device
 
 from ..runtime.precision import check_dtype
-from ..utils.cfg_options import apply_cfg_options
+from ..utils.cfg_options import CfgOptionsAction, apply_cfg_options
 from ..utils.output_paths import (
     OutputPathError,
+    check_output_file,
     check_outside_folders,
     check_writable_dir,
 )
@@ -41,6 +42,7 @@ from .tasks import find_task
 AMP_DTYPE = 'bfloat16'  # bf16: fp16 overflows in ViT heads
 CHECKPOINT_HOOKS = ('CheckpointHook', 'mmengine.CheckpointHook')
 LOAD_HOOK = 'CheckedCheckpointLoadHook'
+DUMP_METRIC = 'AtomicDumpResults'
 
 
 class RunConfigError(ValueError):
@@ -53,7 +55,7 @@ def parse_run_args(parser: argparse.ArgumentParser,
     ``--launcher``, ``--local-rank``), parse ``argv`` and export
     ``LOCAL_RANK`` for launchers that only pass the flag."""
     parser.add_argument(
-        '--cfg-options', nargs='+', action=DictAction,
+        '--cfg-options', nargs='+', action=CfgOptionsAction,
         help='override config keys, e.g. train_dataloader.batch_size=4; keys '
         'the config does not have are refused, and so are config variables '
         '(set the keys that hold their value; see docs/train_test.md)')
@@ -78,7 +80,7 @@ def load_config(path: str, cfg_options: Optional[Mapping] = None,
     """
     try:
         cfg = read_config(path)
-    except FileNotFoundError as err:
+    except (FileNotFoundError, ValueError) as err:  # missing, not Python
         raise RunConfigError(str(err)) from err
     changes = apply_cfg_options(cfg, cfg_options)
     if notes is not None:
@@ -359,6 +361,37 @@ def prepare_train_config(cfg: Config, *, work_dir: Optional[str] = None,
     return cfg
 
 
+FLEXIBLE_RUNNERS = ('FlexibleRunner', 'mmengine.FlexibleRunner')
+
+
+def plain_runner_for_fsdp_test(cfg: Config,
+                             notes: Optional[List[str]] = None) -> None:
+    """Test an FSDP config started without a launcher in this process.
+
+    FSDP needs a process group, so ``tools/test.py CONFIG CKPT`` on an FSDP
+    config built the model and then died ("Default process group has not
+    been initialized"). A test needs no sharding: the strategy (and the
+    ``FlexibleRunner`` it asks for) is dropped, so the plain Runner tests the
+    whole model, and :func:`set_checkpoint` loads the checkpoint through
+    ``CheckedCheckpointLoadHook``, the same strict load
+    ``Sapiens2FSDPStrategy`` does before wrapping. The strategy's bf16
+    ``mixed_precision`` is not applied (fp32; ``--dtype bf16`` gives bf16
+    autocast); ``notes`` says so and names ``tools/dist_test.sh`` for a
+    sharded test.
+    """
+    if not is_fsdp(cfg) or cfg.get('launcher', 'none') != 'none':
+        return
+    cfg.pop('strategy')
+    if cfg.get('runner_type') in FLEXIBLE_RUNNERS:
+        cfg.pop('runner_type')
+    if notes is not None:
+        notes.append(
+            'FSDP config without a launcher: tested in this process with the '
+            'plain runner in fp32 (the strategy\'s mixed precision is not '
+            'applied; --dtype bf16 gives bf16 autocast). For a sharded test '
+            'use tools/dist_test.sh CONFIG CHECKPOINT GPUS.')
+
+
 def set_checkpoint(cfg: Config, checkpoint: str) -> None:
     """Load ``checkpoint`` strictly through CheckedCheckpointLoadHook.
 
@@ -383,15 +416,28 @@ def set_checkpoint(cfg: Config, checkpoint: str) -> None:
 
 
 def add_dump(cfg: Config, out: str) -> None:
-    """Append mmengine's DumpResults metric writing predictions to ``out``."""
+    """Append the ``AtomicDumpResults`` metric writing predictions to ``out``
+    (mmengine's DumpResults, written atomically, a failure kept instead of
+    raised so the other metrics survive: :mod:`sapiens2_mm.evaluation.
+    metrics.dump_results`).
+
+    Raises:
+        RunConfigError: ``out`` is not a ``.pkl``, is a folder, exists (never
+            replaced) or cannot be written, before anything runs.
+    """
     if not out.endswith(('.pkl', '.pickle')):
         raise RunConfigError(f'--out must be a .pkl file, got {out!r}')
-    ensure_writable_dir(osp.dirname(osp.abspath(out)), '--out directory')
+    try:
+        check_output_file(out, overwrite=False, what='--out file',
+                          hint='Choose another --out path (or move that '
+                          'file away).')
+    except OutputPathError as err:
+        raise RunConfigError(str(err)) from err
     evaluator = cfg.test_evaluator
     metrics = list(evaluator) if isinstance(evaluator, (list, tuple)) else [
         evaluator
     ]
-    metrics.append(dict(type='DumpResults', out_file_path=out))
+    metrics.append(dict(type=DUMP_METRIC, out_file_path=out))
     cfg.test_evaluator = metrics
 
 
@@ -484,18 +530,23 @@ def prepare_test_config(cfg: Config, checkpoint: str, *,
                         launcher: str = 'none', out: Optional[str] = None,
                         show_dir: Optional[str] = None, tta: bool = False,
                         compiled: bool = False,
-                        dtype: str = 'fp32') -> Optional[str]:
+                        dtype: str = 'fp32',
+                        notes: Optional[List[str]] = None) -> Optional[str]:
     """Make ``cfg`` ready for ``tools/test.py`` (changed in place).
 
     The rewrites, in order:
 
-    1. ``launcher`` and the work dir as in :func:`prepare_train_config`.
+    1. ``launcher`` and the work dir as in :func:`prepare_train_config`; an
+       FSDP config with ``launcher='none'`` drops its strategy and is tested
+       in this process by the plain Runner (:func:`plain_runner_for_fsdp_test`).
     2. ``checkpoint`` is loaded strictly (official key names mapped) by
        ``CheckedCheckpointLoadHook``, or by ``Sapiens2FSDPStrategy`` before
        wrapping; ``load_from`` and ``resume`` are cleared
        (:func:`set_checkpoint`).
-    3. ``out``: mmengine's ``DumpResults`` metric writes the raw predictions
-       to that ``.pkl``.
+    3. ``out``: the ``AtomicDumpResults`` metric (mmengine's DumpResults,
+       atomic, a failure reported after the other metrics) writes the raw
+       predictions to that ``.pkl``; a folder or an existing file there is
+       refused (:func:`add_dump`).
     4. ``show_dir``: the task's visualization hook draws every prediction
        there; a folder inside the data or holding files is refused
        (:func:`enable_show_dir`).
@@ -515,6 +566,8 @@ def prepare_test_config(cfg: Config, checkpoint: str, *,
         tta: test-time augmentation.
         compiled: ``torch.compile`` the network.
         dtype: ``'fp32'`` or ``'bf16'``.
+        notes: receives what was decided on the way (an FSDP config tested
+            in one process), for the console.
 
     Returns:
         The folder the drawings go to with ``show_dir``, else None.
@@ -524,6 +577,7 @@ def prepare_test_config(cfg: Config, checkpoint: str, *,
     """
     cfg.launcher = launcher
     set_work_dir(cfg, work_dir)
+    plain_runner_for_fsdp_test(cfg, notes)
     set_checkpoint(cfg, checkpoint)
     if cfg.get('test_dataloader') is None or cfg.get('test_evaluator') is None:
         raise RunConfigError(

@@ -40,6 +40,31 @@ def _pick_state_dict(obj: Mapping) -> Mapping:
     return obj
 
 
+# Leading bytes of files that are often passed as a checkpoint by mistake.
+_NOT_CHECKPOINTS = ((b'\x89PNG', 'a PNG image'), (b'\xff\xd8\xff', 'a JPEG image'),
+                    (b'GIF8', 'a GIF image'), (b'%PDF', 'a PDF'),
+                    (b'<', 'an HTML/XML page (a download page saved?)'))
+
+
+def load_problem(path: str, err: Exception) -> str:
+    """Why ``path`` did not load, without torch's advice to retry with
+    ``weights_only=False`` (that runs any code the file holds; a checkpoint
+    never needs it here: mmengine's objects are allowlisted)."""
+    with open(path, 'rb') as f:
+        head = f.read(8)
+    for magic, what in _NOT_CHECKPOINTS:
+        if head.startswith(magic):
+            return f'it is {what}, not a checkpoint'
+    text = str(err)
+    if 'weights_only' in text or 'WeightsUnpickler' in text:
+        reason = text.split('WeightsUnpickler error:', 1)[-1].strip()
+        reason = reason.splitlines()[0] if reason and reason != text else ''
+        return ('it holds objects a weights-only load refuses'
+                + (f': {reason}' if reason else '')
+                + '; resave its state_dict with torch.save')
+    return f'{type(err).__name__}: {err}'
+
+
 def read_checkpoint(path: str) -> StateDict:
     """Read a checkpoint file into a flat state dict on the CPU.
 
@@ -67,8 +92,8 @@ def read_checkpoint(path: str) -> StateDict:
             raw = torch.load(path, map_location='cpu', weights_only=True)
     except Exception as err:  # noqa: BLE001 - re-raised with the file named
         raise ValueError(
-            f'Could not read checkpoint {path!r} ({type(err).__name__}: '
-            f'{err}). The file may be truncated or corrupt (re-download it), '
+            f'Could not read checkpoint {path!r} ({load_problem(path, err)}'
+            '). The file may be truncated or corrupt (re-download it), '
             'or not be a .safetensors/.pth checkpoint.') from err
     if not isinstance(raw, Mapping):
         raise ValueError(

@@ -3,6 +3,9 @@
 Two runs in one work dir overwrite each other's checkpoints, ``last_checkpoint``
 and config copy. ``tools/train.py`` takes ``<work dir>/.train.lock`` (created
 with ``O_EXCL``, so two starts cannot both win) and removes it when it exits.
+``tools/infer.py`` takes ``<output>/.inference.lock`` the same way
+(:data:`INFERENCE_LOCK`): two runs into one output folder would do frames
+twice and interleave their index lines.
 The file records pid, host, start time and command; a lock whose process is
 gone from this host is stale and taken over with a note. A lock from another
 host cannot be checked: the message says how to override it.
@@ -16,6 +19,13 @@ import time
 from typing import Optional
 
 LOCK_NAME = '.train.lock'
+#: :class:`WorkDirLock` arguments of ``tools/infer.py``'s output folder lock.
+INFERENCE_LOCK = dict(
+    lock_name='.inference.lock', job='tools/infer.py run',
+    place='output folder',
+    why='Two runs into one folder do frames twice and mix their index lines.',
+    what_to_do='Wait for it to finish, or pass another --output. If that run '
+    'is gone (e.g. it ran on another machine), delete {path}.')
 
 
 class WorkDirLockedError(RuntimeError):
@@ -37,11 +47,24 @@ class WorkDirLock:
 
     Args:
         work_dir: the training work dir (must exist).
+        lock_name / job / place / why / what_to_do: the lock file's name and
+            how the refusal names the holder's job, the folder, why two runs
+            must not share it and what to do (``{path}``: the lock file);
+            the defaults are the training's, :data:`INFERENCE_LOCK` gives
+            the inference run's.
     """
 
-    def __init__(self, work_dir: str):
-        self.path = osp.join(work_dir, LOCK_NAME)
+    def __init__(self, work_dir: str, lock_name: str = LOCK_NAME,
+                 job: str = 'training', place: str = 'work dir',
+                 why: str = 'Two runs in one work dir overwrite each '
+                 'other\'s checkpoints and config copy.',
+                 what_to_do: str = 'Wait for it to finish, or train into '
+                 'another --work-dir. If that run is gone (e.g. it ran on '
+                 'another machine), pass --ignore-lock or delete {path}.'):
+        self.path = osp.join(work_dir, lock_name)
         self.held = False
+        self.job, self.place, self.why = job, place, why
+        self.what_to_do = what_to_do
 
     def _info(self) -> dict:
         return dict(pid=os.getpid(), host=socket.gethostname(),
@@ -96,15 +119,13 @@ class WorkDirLock:
                      (pid == os.getpid() or not _process_alive(pid)))
         if not (stale or force):
             raise WorkDirLockedError(
-                f'The work dir {work_dir} is in use by another training: '
-                f'{who}. Two runs in one work dir overwrite each other\'s '
-                'checkpoints and config copy. Wait for it to finish, or train '
-                'into another --work-dir. If that run is gone (e.g. it ran on '
-                f'another machine), pass --ignore-lock or delete {self.path}.')
+                f'The {self.place} {work_dir} is in use by another '
+                f'{self.job}: {who}. {self.why} '
+                + self.what_to_do.format(path=self.path))
         os.remove(self.path)
         if not self._create():
             raise WorkDirLockedError(
-                f'Another training took the lock {self.path} just now.')
+                f'Another {self.job} took the lock {self.path} just now.')
         reason = 'stale (that process is gone)' if stale else (
             'taken over (--ignore-lock)')
         return f'Lock of {who} was {reason}.'

@@ -27,6 +27,7 @@ def checkpoint_problem(path: str) -> Optional[str]:
     """
     import torch
 
+    from .checkpoint import load_problem
     from .safe_torch_load import allow_mmengine_checkpoint_globals
     allow_mmengine_checkpoint_globals()
     if not osp.isfile(path):
@@ -37,7 +38,7 @@ def checkpoint_problem(path: str) -> Optional[str]:
         obj = torch.load(path, map_location='cpu', mmap=True,
                          weights_only=True)
     except Exception as err:  # noqa: BLE001 - the reason is reported
-        return f'{type(err).__name__}: {str(err).splitlines()[0][:200]}'
+        return load_problem(path, err).splitlines()[0][:200]
     if not isinstance(obj, dict) or 'state_dict' not in obj:
         return 'not an mmengine checkpoint (no state_dict)'
     return None

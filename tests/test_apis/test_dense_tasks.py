@@ -18,7 +18,8 @@ from tests.conftest import (
 )
 from tests.test_apis.tiny_configs import tiny_model
 
-TASKS = ('normal', 'pointmap', 'albedo')
+# the dense tasks this package registers (each has official tiny18 vectors)
+from tests.tiny_variants import DENSE_TASKS as TASKS
 
 
 def _parity_config(task):

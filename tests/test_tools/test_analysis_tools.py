@@ -9,6 +9,7 @@ import pytest
 from mmengine.config import Config
 
 from tests.conftest import REPO_DIR, load_tool
+from tests.tiny_variants import DENSE_TASKS
 
 from .workflow_utils import WORKFLOW_CFG, make_data
 
@@ -240,7 +241,7 @@ def test_browse_dataset_pose_draws_keypoints(tmp_path):
     assert hits >= 5  # keypoint discs drawn where the keypoints are
 
 
-@pytest.mark.parametrize('task', ['normal', 'pointmap', 'albedo'])
+@pytest.mark.parametrize('task', DENSE_TASKS)
 def test_browse_dataset_dense_draws_image_and_ground_truth(tmp_path, task):
     """Issue 18: normal / pointmap / albedo crashed in cvtColor (the seg
     visualizer got a dense sample) and left an empty folder. The drawing is

@@ -52,3 +52,25 @@ def test_label_resize_both_ways_agree(capsys):
 def test_label_resize_rejects_bad_sizes():
     with pytest.raises(SystemExit, match='expected NETHxNETW:PHOTOHxPHOTOW'):
         load_tool('benchmarks/label_resize').main(['--sizes', '1024x768'])
+
+
+def test_loader_4k_before_and_after_give_equal_batches(capsys):
+    """loader_4k.py on one dense sample: the shipped 4K pipeline and the one
+    it replaced give equal batches, and every variant is measured."""
+    rows = load_tool('benchmarks/loader_4k').main(
+        ['--tasks', 'normal', '--rounds', '1', '--samples', '1'])
+    row, = rows
+    assert row['task'] == 'normal' and row['equal_before_after']
+    assert set(row['images_per_s']) == {'1k', '4k-before', '4k',
+                                        '4k-options'}
+    assert all(rate > 0 for rate in row['images_per_s'].values())
+    assert row['vs_1k']['1k'] == 1.0
+    # the step that changed: one DenseResizePad instead of two steps
+    assert any('DenseToOutputSize' in k for k in row['steps_ms']['4k-before'])
+    assert not any('DenseToOutputSize' in k for k in row['steps_ms']['4k'])
+    assert 'batches equal: True' in capsys.readouterr().out
+
+
+def test_loader_4k_rejects_an_unknown_task():
+    with pytest.raises(SystemExit, match='registered tasks'):
+        load_tool('benchmarks/loader_4k').main(['--tasks', 'depth'])

@@ -22,7 +22,8 @@ import sys
 from typing import Dict, Optional, Tuple
 
 import torch
-from mmengine.config import DictAction
+
+from sapiens2_mm.utils.cfg_options import CfgOptionsAction
 
 # Sapiens2 README model card: params (billions), TFLOPs at 1024 x 768.
 MODEL_CARD = {
@@ -53,7 +54,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument('--shape', type=int, nargs=2, metavar=('H', 'W'),
                         help='input height and width (default: the config '
                         "backbone's img_size, else 1024 768)")
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction,
+    parser.add_argument('--cfg-options', nargs='+', action=CfgOptionsAction,
                         help='override config keys (checked as in '
                         'tools/train.py)')
     args = parser.parse_args(argv)

@@ -1,16 +1,18 @@
 # Tiny 4K-shaped Sapiens2 surface-normal model: the path of the 1B-4K config
 # (sapiens2-1b-4k_8xb1-280k_normal-4096x3072.py) at CPU size. The tokenizer is
-# on (stride 64: a 256x192 input gives a 4x3 feature map), the decoder has the
-# 4K head's five x2 stages and predicts at half the input (128x96, as
-# 2048x1536 for 4096x3072); the even letterbox (align=2) and the output-size
-# step put the training targets at 128x96, and the test un-letterboxes the
-# half-size prediction and scores it at the original size. Trains on the
-# bundled synthetic scenes (tests/data/dense_sample, 256x192) in seconds: a
-# smoke test, not a model to use.
-#   python tools/train.py configs/normal/sapiens2-tiny-4k_1xb2-30_densesample-256x192.py
+# on (stride 64: a 512x384 input gives the 8x6 feature map of the tiny 1K
+# config sapiens2-tiny_1xb2-30_densesample-128x96.py), the decoder has the 4K
+# head's five x2 stages and predicts at half the input (256x192, twice the
+# tiny 1K output, as 2048x1536 for 4096x3072 against 1024x768); the even
+# letterbox (align=2, output_scale=0.5) puts the training targets at
+# 256x192, and the test un-letterboxes the half-size prediction and scores it
+# at the original size. Trains on the bundled synthetic scenes
+# (tests/data/dense_sample, 256x192) in seconds: a smoke test, not a model to
+# use.
+#   python tools/train.py configs/normal/sapiens2-tiny-4k_1xb2-30_densesample-512x384.py
 default_scope = 'sapiens2_mm'
 _base_ = ['../_base_/default_runtime.py']
-height, width = 256, 192
+height, width = 512, 384
 data_root = 'tests/data/dense_sample/'
 
 model = dict(
@@ -51,8 +53,9 @@ train_pipeline = [
     dict(type='Sapiens2LoadImage'),
     dict(type='LoadDenseAnnotations'),
     dict(type='DenseRandomFlip', prob=0.5),  # also negates normal x
-    dict(type='DenseResizePad', height=height, width=width, align=2),
-    dict(type='DenseToOutputSize', scale=0.5),
+    # letterbox; the targets straight to the 256x192 output frame
+    dict(type='DenseResizePad', height=height, width=width, align=2,
+         output_scale=0.5),
     dict(type='NormalGenerateTarget'),
     dict(type='PackDenseInputs'),
 ]
