@@ -134,6 +134,13 @@ COVERAGE = {
     '--num-layers 8 --iters 3 --out fsdp_bench.json': (
         'test', 'tests/test_tools/test_benchmarks.py::'
         'test_tiny_benchmark_variants_agree_and_shard'),
+    'python tools/benchmarks/fsdp_memory.py --out fsdp_memory.json': (
+        'test', 'tests/test_tools/test_benchmarks.py::'
+        'test_tiny_fsdp_memory_benchmark_resumes_one_state'),
+    'python tools/model_converters/consolidate_sharded_checkpoint.py '
+    'work_dirs/my_pose_5b/iter_20000.pth sapiens2_5b_pose_iter_20000.pth': (
+        'test', 'tests/test_engine/test_fsdp_sharded_checkpoint.py::'
+        'test_consolidated_checkpoint_resumes_full_and_converts'),
     'python tools/infer.py pose configs/pose/'
     'sapiens2-1b_8xb7-20k_sapiens308-1024x768.py '
     'checkpoints/pose/sapiens2_1b_pose.safetensors --input photos/ '

@@ -35,6 +35,7 @@ from ..utils.output_paths import (
     check_writable_dir,
 )
 from ..utils.safe_torch_load import allow_mmengine_checkpoint_globals
+from ..utils.sharded_checkpoint import is_sharded_checkpoint, read_extra_state
 from ..utils.work_dir import checkpoint_problem, find_resume_checkpoint
 from .init_model import load_config as read_config
 from .tasks import find_task
@@ -144,8 +145,9 @@ def check_checkpoint_task(cfg: Config, checkpoint: str) -> None:
     """
     allow_mmengine_checkpoint_globals()
     try:
-        meta = torch.load(checkpoint, map_location='cpu', mmap=True,
-                          weights_only=True).get('meta') or {}
+        meta = (read_extra_state(checkpoint) if osp.isdir(checkpoint) else
+                torch.load(checkpoint, map_location='cpu', mmap=True,
+                           weights_only=True)).get('meta') or {}
         saved = Config.fromstring(meta['cfg'], file_format='.py')
         theirs, ours = find_task(saved).name, find_task(cfg).name
     except Exception:  # noqa: BLE001 - no task recorded: nothing to compare
@@ -192,22 +194,29 @@ def set_resume(cfg: Config, resume: Optional[str],
                      f'checkpoint {found}.' if skipped else
                      f'--resume: resuming from {found}.')
         resume = found
-    elif osp.isdir(resume):
-        raise RunConfigError(
-            f'--resume {resume!r} is a folder (per-rank shards of an FSDP '
-            "state_dict_cfg='local' run?); resume takes a checkpoint file "
-            "saved with state_dict_cfg='full'.")
-    elif not osp.isfile(resume):
+    elif not osp.exists(resume):
         raise RunConfigError(
             f'--resume checkpoint not found: {resume!r}. Use --resume auto to '
             'continue from the latest checkpoint of the work dir.')
     else:
         problem = checkpoint_problem(resume)
+        if problem is not None and osp.isdir(resume):
+            raise RunConfigError(
+                f'--resume {resume!r} is a folder that cannot be read as a '
+                f'sharded checkpoint ({problem}). Use --resume auto to take '
+                'the newest complete checkpoint of the work dir.')
         if problem is not None:
             raise RunConfigError(
                 f'--resume checkpoint {resume!r} cannot be read ({problem}); '
                 'it may be truncated. Use --resume auto to take the newest '
                 'complete checkpoint of the work dir.')
+    if osp.isdir(resume) and not is_fsdp(cfg):
+        raise RunConfigError(
+            f'--resume {resume!r} is a sharded checkpoint (per-rank shards of '
+            'an FSDP run); resume it with the FSDP config it was trained '
+            'with, or consolidate it first: python tools/model_converters/'
+            f'consolidate_sharded_checkpoint.py {resume} OUT.pth '
+            '--with-optimizer')
     check_checkpoint_task(cfg, resume)
     cfg.resume = True
     cfg.load_from = resume
@@ -235,6 +244,7 @@ def route_load_from(cfg: Config, partial: bool = False,
     source = cfg.get('load_from')
     if cfg.get('resume') or not source:
         return
+    refuse_sharded_folder(source, 'load_from')
     if not osp.isfile(source):
         raise RunConfigError(
             f'load_from checkpoint not found: {source!r}. Fix the path in '
@@ -398,6 +408,7 @@ def set_checkpoint(cfg: Config, checkpoint: str) -> None:
     mmengine's ``load_from`` would read only torch files and load them
     non-strictly; the hook reads .safetensors too and lists mismatching keys.
     """
+    refuse_sharded_folder(checkpoint, 'the checkpoint')
     if not osp.isfile(checkpoint):
         raise RunConfigError(
             f'Checkpoint not found: {checkpoint!r}. Pass a .pth from '
@@ -413,6 +424,17 @@ def set_checkpoint(cfg: Config, checkpoint: str) -> None:
         cfg.init_weights_for_test_or_val = False
         return
     _with_load_hook(cfg, checkpoint=checkpoint)
+
+
+def refuse_sharded_folder(path: str, what: str) -> None:
+    """A sharded checkpoint folder is read only by ``--resume`` of its FSDP
+    run; for testing, inference or fine-tuning it is consolidated first."""
+    if is_sharded_checkpoint(path):
+        raise RunConfigError(
+            f'{what} {path!r} is a sharded checkpoint (a folder of per-rank '
+            'shards); consolidate it into one file first: python tools/'
+            f'model_converters/consolidate_sharded_checkpoint.py {path} '
+            'OUT.pth')
 
 
 def add_dump(cfg: Config, out: str) -> None:

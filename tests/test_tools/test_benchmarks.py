@@ -36,6 +36,29 @@ def test_tiny_benchmark_variants_agree_and_shard(tmp_path):
     assert rows['fsdp2']['state_mib_vs_fsdp1'] == pytest.approx(1.0, rel=0.02)
 
 
+@pytest.mark.slow
+def test_tiny_fsdp_memory_benchmark_resumes_one_state(tmp_path):
+    """fsdp_memory.py: the single process, today's FSDP path and the meta
+    start with sharded checkpoints resume the same weights and AdamW state
+    (the script exits non-zero otherwise) and report both phases per job.
+    Memory figures are printed, not asserted."""
+    out = tmp_path / 'memory.json'
+    proc = subprocess.run(
+        [sys.executable, osp.join(REPO_DIR, 'tools', 'benchmarks',
+                                  'fsdp_memory.py'),
+         '--embed-dims', '64', '--num-layers', '2', '--out', str(out)],
+        cwd=REPO_DIR, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    with open(out) as f:
+        table = json.load(f)
+    assert set(table['results']) == {'single', 'fsdp_full', 'fsdp_sharded'}
+    assert table['results']['fsdp_sharded']['ranks'] == 2
+    for row in table['results'].values():
+        assert row['start']['peak_rss_mib'] > 0
+        assert row['resume']['peak_rss_mib'] > 0
+    assert len(table['sizes']['shard_files_mib']) == 2
+
+
 def test_label_resize_both_ways_agree(capsys):
     rows = load_tool('benchmarks/label_resize').main(
         ['--sizes', '128x96:480x640', '256x192:300x200', '--repeat', '1'])
