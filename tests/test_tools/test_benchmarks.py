@@ -47,7 +47,8 @@ def test_tiny_fsdp_memory_benchmark_resumes_one_state(tmp_path):
         [sys.executable, osp.join(REPO_DIR, 'tools', 'benchmarks',
                                   'fsdp_memory.py'),
          '--embed-dims', '64', '--num-layers', '2', '--out', str(out)],
-        cwd=REPO_DIR, capture_output=True, text=True, timeout=900)
+        cwd=REPO_DIR, capture_output=True, text=True,
+        timeout=subprocess_budget(100))
     assert proc.returncode == 0, proc.stderr[-3000:]
     with open(out) as f:
         table = json.load(f)
