@@ -1,5 +1,5 @@
 # Tiny 4K-shaped Sapiens2 surface-normal model: the path of the 1B-4K config
-# (sapiens2-1b-4k_8xb1-280k_normal-4096x3072.py) at CPU size. The tokenizer is
+# (sapiens2-1b-4k_8xb7-40k_normal-4096x3072.py) at CPU size. The tokenizer is
 # on (stride 64: a 512x384 input gives the 8x6 feature map of the tiny 1K
 # config sapiens2-tiny_1xb2-30_densesample-128x96.py), the decoder has the 4K
 # head's five x2 stages and predicts at half the input (256x192, twice the

@@ -1,5 +1,5 @@
 # Tiny 4K-shaped Sapiens2 pose model (308 keypoints): the path of the 1B-4K
-# config (sapiens2-1b-4k_8xb1-140k_sapiens308-4096x3072.py) at CPU size, on the
+# config (sapiens2-1b-4k_8xb7-20k_sapiens308-4096x3072.py) at CPU size, on the
 # bundled sample converted to 308 keypoints (tests/data/coco_sample, see
 # sapiens2-tiny_1xb12-300_sapiens308sample-128x96.py). The tokenizer is on
 # (stride 64: a 512x384 crop gives the 8x6 feature map of that tiny 1K

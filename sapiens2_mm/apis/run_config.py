@@ -26,6 +26,7 @@ import torch
 from mmengine.config import Config
 from mmengine.device import get_device
 
+from ..engine.optimizers.amp_optim_wrapper import AMP_TYPES, use_sapiens2_amp
 from ..runtime.precision import check_dtype
 from ..utils.cfg_options import CfgOptionsAction, apply_cfg_options
 from ..utils.output_paths import (
@@ -125,15 +126,53 @@ def enable_amp(cfg: Config) -> None:
         raise RunConfigError(
             '--amp does not apply to a DeepSpeed config: set bf16 in the '
             'strategy (configs/_base_/strategies/deepspeed_zero3_bf16.py).')
-    if wrapper.get('type') == 'AmpOptimWrapper':
+    if wrapper.get('type') in AMP_TYPES:
         wrapper.setdefault('dtype', AMP_DTYPE)
         return
     wrapper.type = 'AmpOptimWrapper'
     wrapper.dtype = AMP_DTYPE
-    if is_fsdp(cfg):
-        wrapper.use_fsdp = True  # sharded gradient scaler
-    # bf16 keeps fp32's exponent range: no loss scaling needed
-    wrapper.loss_scale = 1.0
+
+
+def set_mixed_precision(cfg: Config,
+                        notes: Optional[List[str]] = None) -> None:
+    """Loss scaling that fits the precision, whoever asked for it.
+
+    A mixed-precision optimizer wrapper (from ``--amp`` or the config)
+    becomes ``Sapiens2AmpOptimWrapper``: no loss scaling for bf16,
+    ``ShardedGradScaler`` for fp16 under FSDP (the inf check all-reduced, so
+    every rank skips the same steps), ``GradScaler`` otherwise. Pointmap
+    stays fp32, as the official recipe: bf16 (or fp16) autocast or FSDP
+    low-precision parameters on a pointmap config are refused.
+    """
+    wrapper = cfg.get('optim_wrapper') or {}
+    amp = use_sapiens2_amp(wrapper, is_fsdp(cfg))
+    mixed = ((cfg.get('strategy') or {}).get('model_wrapper') or {}).get(
+        'mixed_precision') or {}
+    low = [f'{k}={mixed[k]}' for k in ('param_dtype', 'reduce_dtype')
+           if mixed.get(k) not in (None, 'float32', 'fp32', torch.float32)]
+    if amp:
+        low.insert(0, f'autocast {wrapper.get("dtype") or "float16"}')
+    if low and is_pointmap(cfg):
+        raise RunConfigError(
+            f'pointmap trains in fp32 (the official recipe; bf16 moves its '
+            f'outputs by about 13 % relative), but this run uses '
+            f'{", ".join(low)}. Drop --amp / AmpOptimWrapper and use '
+            'configs/_base_/strategies/fsdp_fp32.py instead of fsdp_bf16.py.')
+    if amp and notes is not None:
+        notes.append(f'optim_wrapper: Sapiens2AmpOptimWrapper, '
+                     f'{wrapper.get("dtype") or "float16"} autocast, ' + (
+                         'no loss scaling' if str(wrapper.get('dtype')) in (
+                             'bfloat16', 'torch.bfloat16') else
+                         'ShardedGradScaler' if is_fsdp(cfg) else
+                         'GradScaler') + '.')
+
+
+def is_pointmap(cfg: Config) -> bool:
+    """Whether ``cfg`` trains the pointmap task."""
+    try:
+        return find_task(cfg).name == 'pointmap'
+    except ValueError:  # no task (pretraining, an unregistered model)
+        return False
 
 
 def check_checkpoint_task(cfg: Config, checkpoint: str) -> None:
@@ -328,6 +367,10 @@ def prepare_train_config(cfg: Config, *, work_dir: Optional[str] = None,
        else ``./work_dirs/<config name>``, created and checked writable.
     2. ``amp``: the optimizer wrapper becomes mmengine's ``AmpOptimWrapper``
        with bf16 autocast (:func:`enable_amp`); refused on CPU and DeepSpeed.
+       Any mixed-precision wrapper (from ``amp`` or the config) then becomes
+       ``Sapiens2AmpOptimWrapper``: no loss scaling for bf16, a sharded
+       scaler for fp16 under FSDP; a pointmap config in bf16 is refused
+       (:func:`set_mixed_precision`).
     3. ``resume`` (``'auto'`` or a path): ``resume`` / ``load_from`` point at
        the newest complete checkpoint, or that file, after checking it reads
        and trains the same task (:func:`set_resume`).
@@ -363,6 +406,7 @@ def prepare_train_config(cfg: Config, *, work_dir: Optional[str] = None,
     set_work_dir(cfg, work_dir)
     if amp:
         enable_amp(cfg)
+    set_mixed_precision(cfg, notes)
     set_resume(cfg, resume, notes)
     route_load_from(cfg, load_partial, notes)
     use_atomic_checkpoints(cfg, notes)

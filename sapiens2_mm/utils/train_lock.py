@@ -6,9 +6,12 @@ with ``O_EXCL``, so two starts cannot both win) and removes it when it exits.
 ``tools/infer.py`` takes ``<output>/.inference.lock`` the same way
 (:data:`INFERENCE_LOCK`): two runs into one output folder would do frames
 twice and interleave their index lines.
-The file records pid, host, start time and command; a lock whose process is
-gone from this host is stale and taken over with a note. A lock from another
-host cannot be checked: the message says how to override it.
+The file records pid, host, start time, command (and the Slurm job); a lock
+whose holder cannot be running any more is stale and taken over with a note:
+its process is gone from this host, it was an earlier run of this (requeued)
+Slurm job, or its heartbeat stopped (:mod:`.lock_liveness`; a holder touches
+the lock every minute). A live run on another host still blocks: the message
+says how to override it.
 """
 import json
 import os
@@ -17,6 +20,8 @@ import socket
 import sys
 import time
 from typing import Optional
+
+from .lock_liveness import Heartbeat, holder_info, why_gone
 
 LOCK_NAME = '.train.lock'
 #: :class:`WorkDirLock` arguments of ``tools/infer.py``'s output folder lock.
@@ -30,16 +35,6 @@ INFERENCE_LOCK = dict(
 
 class WorkDirLockedError(RuntimeError):
     """Another training holds the work dir."""
-
-
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        return True
-    return True
 
 
 class WorkDirLock:
@@ -63,13 +58,14 @@ class WorkDirLock:
                  'another machine), pass --ignore-lock or delete {path}.'):
         self.path = osp.join(work_dir, lock_name)
         self.held = False
+        self._heartbeat: Optional[Heartbeat] = None
         self.job, self.place, self.why = job, place, why
         self.what_to_do = what_to_do
 
     def _info(self) -> dict:
         return dict(pid=os.getpid(), host=socket.gethostname(),
                     started=time.strftime('%Y-%m-%d %H:%M:%S %Z'),
-                    command=' '.join(sys.argv))
+                    command=' '.join(sys.argv), **holder_info())
 
     def _create(self) -> bool:
         try:
@@ -79,6 +75,7 @@ class WorkDirLock:
         with os.fdopen(fd, 'w') as f:
             json.dump(self._info(), f)
         self.held = True
+        self._heartbeat = Heartbeat(self.path).start()
         return True
 
     def holder(self) -> Optional[dict]:
@@ -107,16 +104,15 @@ class WorkDirLock:
             return None
         info = self.holder()
         work_dir = osp.dirname(self.path)
-        here = socket.gethostname()
+        gone = None
         if info is None:
             who = f'an unreadable lock file {self.path}'
             stale = False
         else:
             who = (f'pid {info.get("pid")} on host {info.get("host")} '
                    f'(started {info.get("started")}: {info.get("command")})')
-            pid = info.get('pid')
-            stale = (info.get('host') == here and isinstance(pid, int) and
-                     (pid == os.getpid() or not _process_alive(pid)))
+            gone = why_gone(info, self.path)
+            stale = gone is not None
         if not (stale or force):
             raise WorkDirLockedError(
                 f'The {self.place} {work_dir} is in use by another '
@@ -126,14 +122,15 @@ class WorkDirLock:
         if not self._create():
             raise WorkDirLockedError(
                 f'Another {self.job} took the lock {self.path} just now.')
-        reason = 'stale (that process is gone)' if stale else (
-            'taken over (--ignore-lock)')
+        reason = f'stale ({gone})' if stale else 'taken over (--ignore-lock)'
         return f'Lock of {who} was {reason}.'
 
     def release(self) -> None:
         """Remove the lock if this process holds it."""
         if not self.held:
             return
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
         info = self.holder()
         if info is not None and info.get('pid') == os.getpid():
             os.remove(self.path)

@@ -133,7 +133,7 @@ def test_4k_pointmap_training_sample_is_consistent_in_the_output_frame():
     from tests.conftest import DATA_DIR, REPO_DIR
     cfg = Config.fromfile(osp.join(
         REPO_DIR, 'configs', 'pointmap',
-        'sapiens2-1b-4k_8xb1-120k_pointmap-4096x3072.py'))
+        'sapiens2-1b-4k_8xb3-40k_pointmap-4096x3072.py'))
     dataset_cfg = cfg.train_dataloader.dataset
     dataset_cfg.data_root = osp.join(DATA_DIR, 'dense_sample')
     np.random.seed(0)

@@ -12,7 +12,7 @@ from sapiens2_mm.registry import DATASETS, TRANSFORMS
 from tests.conftest import REPO_DIR
 
 POSE_4K = osp.join(REPO_DIR, 'configs', 'pose',
-                   'sapiens2-1b-4k_8xb1-140k_sapiens308-4096x3072.py')
+                   'sapiens2-1b-4k_8xb7-20k_sapiens308-4096x3072.py')
 SAMPLE = osp.join(REPO_DIR, 'configs', 'pose',
                   'sapiens2-tiny-4k_1xb12-300_sapiens308sample-512x384.py')
 

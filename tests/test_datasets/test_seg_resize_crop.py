@@ -13,7 +13,7 @@ from sapiens2_mm.registry import DATASETS, TRANSFORMS
 from tests.conftest import DATA_DIR, REPO_DIR
 
 SEG_4K = osp.join(REPO_DIR, 'configs', 'seg',
-                  'sapiens2-1b-4k_8xb2-80k_seg29-4096x3072.py')
+                  'sapiens2-1b-4k_8xb4-40k_seg29-4096x3072.py')
 
 
 def _loaded_samples_and_steps():

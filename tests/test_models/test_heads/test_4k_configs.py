@@ -120,7 +120,7 @@ def test_4k_schedule_keeps_the_1k_global_batch_and_steps(task):
     """Per-GPU batch x accumulation = the 1K per-GPU batch; loader
     iterations, warmup and intervals scale with the accumulation."""
     four_k, one_k = Config.fromfile(TASKS[task]), Config.fromfile(ONE_K[task])
-    accum = four_k.optim_wrapper.accumulative_counts
+    accum = four_k.optim_wrapper.get('accumulative_counts', 1)
     batch = four_k.train_dataloader.batch_size
     assert batch * accum == one_k.train_dataloader.batch_size
     assert four_k.train_cfg.max_iters == one_k.train_cfg.max_iters * accum
@@ -131,6 +131,8 @@ def test_4k_schedule_keeps_the_1k_global_batch_and_steps(task):
     assert four_k.optim_wrapper.paramwise_cfg.num_layers == 40
     assert four_k.optim_wrapper.get('dtype') == one_k.optim_wrapper.get(
         'dtype')
+    # the 1b 1K config's strategy (FSDP, bf16 or fp32 for pointmap)
+    assert four_k.strategy == one_k.strategy
     name = osp.basename(TASKS[task])
     data = name.split('_')[-1]
     assert name == (f'sapiens2-1b-4k_8xb{batch}-'
