@@ -10,30 +10,24 @@ import glob
 import os.path as osp
 import re
 import shutil
-import sys
 
+import coco_wholebody_to_sapiens308 as wholebody_to_308
 import cv2
+import infer
 import numpy as np
+import publish_model
 import pytest
+import sapiens2_mm_to_official as mm_to_official
+import sapiens2_official_to_mm as official_to_mm
+import test as test_tool
+import train as train_tool
 
-from tests.conftest import PARITY_DIR, REPO_DIR
+from tests.conftest import COCO_DIR, PARITY_DIR, PHOTO, REPO_DIR
 from tests.tiny_variants import (
-    COCO,
-    PHOTO,
     random_checkpoint,
     read_json,
     tiny_variant,
 )
-
-for sub in ('tools', 'tools/model_converters', 'tools/dataset_converters'):
-    sys.path.insert(0, osp.join(REPO_DIR, sub))
-import coco_wholebody_to_sapiens308 as wholebody_to_308  # noqa: E402
-import infer  # noqa: E402
-import publish_model  # noqa: E402
-import sapiens2_mm_to_official as mm_to_official  # noqa: E402
-import sapiens2_official_to_mm as official_to_mm  # noqa: E402
-import test as test_tool  # noqa: E402
-import train as train_tool  # noqa: E402
 
 TINY_SEG = osp.join(REPO_DIR, 'configs', 'seg',
                     'sapiens2-tiny_1xb2-30_seg29sample-128x96.py')
@@ -78,6 +72,9 @@ COVERAGE = {
         'iterations; its train/test/infer steps run here as tiny variants')),
     'bash tools/run_tests.sh': ('reason', (
         'reinstalls .venv and runs the whole suite, which includes this test')),
+    'bash tools/run_tests.sh -m "not slow"': ('reason', (
+        'reinstalls .venv and runs the suite without the slow-marked tests, '
+        'which includes this test')),
     'source .venv/bin/activate': ('reason', (
         'shell set-up; the tests already run in that environment')),
     'python tools/model_converters/sapiens2_official_to_mm.py '
@@ -566,7 +563,7 @@ def test_infer_seg_video_and_photos(clip, photos, tmp_path):
 
 def test_wholebody_to_308_converter(tmp_path):
     out = str(tmp_path / 'coco_wholebody_val_308.json')
-    wholebody_to_308.main([osp.join(COCO, 'test_coco_wholebody.json'), out])
+    wholebody_to_308.main([osp.join(COCO_DIR, 'test_coco_wholebody.json'), out])
     data = read_json(out)
     assert data['annotations']
     assert all(np.asarray(a['goliath_wholebody_kpts']).size == 308 * 3
@@ -662,6 +659,7 @@ def test_init_cfg_override_on_a_config_whose_init_cfg_is_none(tmp_path):
             'head.final_layer.weight.') in log
 
 
+@pytest.mark.slow  # trains and tests: 34 s
 def test_tiny_308_config_trains_and_tests(tmp_path):
     """Issue 18: the flagship 308-keypoint task had no sample config. The
     bundled annotations are the converter's output for the bundled
@@ -671,10 +669,10 @@ def test_tiny_308_config_trains_and_tests(tmp_path):
     config = osp.join(REPO_DIR, 'configs', 'pose',
                       'sapiens2-tiny_1xb12-300_sapiens308sample-128x96.py')
     converted = str(tmp_path / 'converted.json')
-    wholebody_to_308.main([osp.join(COCO, 'test_coco_wholebody.json'),
+    wholebody_to_308.main([osp.join(COCO_DIR, 'test_coco_wholebody.json'),
                            converted])
     with open(converted, 'rb') as f, open(
-            osp.join(COCO, 'test_sapiens308.json'), 'rb') as g:
+            osp.join(COCO_DIR, 'test_sapiens308.json'), 'rb') as g:
         assert f.read() == g.read()
     work = str(tmp_path / 'pose308_tiny')
     train_tool.main([config, '--work-dir', work, '--cfg-options',

@@ -18,7 +18,6 @@ from sapiens2_mm.apis import (
     PoseInferencer,
     SegInferencer,
     WholeImageBoxes,
-    init_model,
 )
 from sapiens2_mm.apis.inputs import Frame
 from sapiens2_mm.apis.runner import (
@@ -29,16 +28,13 @@ from sapiens2_mm.apis.runner import (
     ordered_map,
     render_frames,
 )
-from tests.conftest import DATA_DIR
-from tests.test_apis.tiny_configs import coco_sample_boxes, tiny_config
-
-COCO = osp.join(DATA_DIR, 'coco_sample')
-PHOTO = osp.join(COCO, '000000040083.jpg')
+from tests.conftest import COCO_DIR, PHOTO
+from tests.test_apis.tiny_configs import coco_sample_boxes, tiny_model
 
 
 @pytest.fixture(scope='module')
 def photos():
-    return sorted(osp.join(COCO, n) for n in
+    return sorted(osp.join(COCO_DIR, n) for n in
                   ('000000000785.jpg', '000000040083.jpg',
                    '000000196141.jpg', '000000197388.jpg'))
 
@@ -65,7 +61,7 @@ def test_pose_overlapped_equals_serial(photos, box_file, flip_test):
     """--serial (one thread) and workers=3 (overlapped) run the same steps
     on the same batches: identical results."""
     torch.manual_seed(0)
-    model = init_model(tiny_config('pose'))
+    model = tiny_model('pose')
     # batch_size 3 crops: batches mix the people of different photos.
     inferencer = PoseInferencer(model, batch_size=3, flip_test=flip_test,
                                 boxes=BoxFile(box_file))
@@ -78,7 +74,7 @@ def test_pose_overlapped_equals_serial(photos, box_file, flip_test):
 
 def test_seg_overlapped_equals_serial(photos):
     torch.manual_seed(0)
-    model = init_model(tiny_config('seg'))
+    model = tiny_model('seg')
     inferencer = SegInferencer(model, batch_size=3, flip_test=True)
     serial = inferencer(photos)
     assert len(serial) == 4
@@ -101,7 +97,7 @@ class _FailOn:
 @pytest.mark.parametrize('workers', [1, 3])
 def test_failing_frame_is_skipped_and_counted(photos, tmp_path, workers):
     torch.manual_seed(0)
-    model = init_model(tiny_config('pose'))
+    model = tiny_model('pose')
     bad = osp.basename(photos[1])
     inferencer = PoseInferencer(model, batch_size=2, boxes=_FailOn(bad))
     unreadable = tmp_path / 'broken.jpg'
@@ -142,7 +138,7 @@ def test_pose_batches_are_full_across_frames(photos, box_file, batch_size,
     """14 people in photos of 1, 3, 5 and 5; per-frame batching would run
     1, 3, 4+1, 4+1 at batch size 4."""
     torch.manual_seed(0)
-    model = init_model(tiny_config('pose'))
+    model = tiny_model('pose')
     inferencer = PoseInferencer(model, batch_size=batch_size,
                                 boxes=BoxFile(box_file))
     sizes = _record_batches(inferencer, monkeypatch)
@@ -156,7 +152,7 @@ def test_pose_batches_are_full_across_frames(photos, box_file, batch_size,
 def test_forward_failure_skips_only_that_frame(photos, box_file, workers,
                                                monkeypatch):
     torch.manual_seed(0)
-    model = init_model(tiny_config('pose'))
+    model = tiny_model('pose')
     inferencer = PoseInferencer(model, batch_size=4, boxes=BoxFile(box_file))
     serial = {r.name: r for r in inferencer(photos)}
     bad = osp.basename(photos[1])
@@ -180,10 +176,10 @@ def test_workers_keep_order_and_skip_records(tmp_path):
     """Unreadable and damaged files among many photos: frames, skips and
     warnings come out in input order with 4 workers, as serially."""
     from sapiens2_mm.apis import FrameReader
-    sources = sorted(n for n in os.listdir(COCO) if n.endswith('.jpg'))
+    sources = sorted(n for n in os.listdir(COCO_DIR) if n.endswith('.jpg'))
     names = []
     for i in range(12):
-        src = osp.join(COCO, sources[i % 4])
+        src = osp.join(COCO_DIR, sources[i % 4])
         name = f'{i:02d}.jpg'
         if i in (3, 8):
             (tmp_path / name).write_bytes(b'not a jpeg')
@@ -194,7 +190,7 @@ def test_workers_keep_order_and_skip_records(tmp_path):
             shutil.copy(src, tmp_path / name)
         names.append(name)
     torch.manual_seed(0)
-    model = init_model(tiny_config('seg'))
+    model = tiny_model('seg')
     inferencer = SegInferencer(model, batch_size=2)
     serial_reader = FrameReader(str(tmp_path))
     serial = list(inferencer.iter_frames(None, serial_reader))
@@ -211,7 +207,7 @@ def test_workers_keep_order_and_skip_records(tmp_path):
 
 
 def test_bad_workers_is_refused():
-    model = init_model(tiny_config('seg'))
+    model = tiny_model('seg')
     with pytest.raises(ValueError, match='workers must be an integer'):
         SegInferencer(model)(PHOTO, workers=0)
 
@@ -221,7 +217,7 @@ def test_finish_failure_skips_only_that_frame(photos, box_file, workers,
                                               monkeypatch):
     """Heatmap decoding raising for one photo, on the post workers."""
     torch.manual_seed(0)
-    model = init_model(tiny_config('pose'))
+    model = tiny_model('pose')
     inferencer = PoseInferencer(model, batch_size=4, boxes=BoxFile(box_file))
     bad = osp.basename(photos[2])
     finish = inferencer.finish
@@ -241,7 +237,7 @@ def test_finish_failure_skips_only_that_frame(photos, box_file, workers,
 def test_predict_raises_the_frames_error():
     """``predict`` (decoded frames, e.g. the --fg-seg masks) raises instead
     of skipping."""
-    model = init_model(tiny_config('seg'))
+    model = tiny_model('seg')
     inferencer = SegInferencer(model)
     frame = Frame('a.jpg', cv2.imread(PHOTO))
     assert inferencer.predict([frame])[0].label_map.shape == \
@@ -456,8 +452,7 @@ def test_closing_early_ends_every_stage_thread():
     before = set(threading.enumerate())
     stream = Runner(_Counting(), 3, prefetch=1).iter_frames(_stream(200))
     assert next(stream)[1][0] == '000.png'
-    stream.close()
-    time.sleep(0.05)
+    stream.close()  # returns once it has joined every stage thread
     assert set(threading.enumerate()) <= before
 
 
@@ -466,5 +461,5 @@ def test_ctrl_c_in_the_model_thread_reaches_the_caller():
     runner = Runner(_Counting(fail_forward=True), 2, prefetch=2)
     with pytest.raises(KeyboardInterrupt):
         list(runner.iter_frames(_stream(10)))
-    time.sleep(0.05)
+    # raised once every stage thread is joined: none is left
     assert set(threading.enumerate()) <= before

@@ -1,12 +1,8 @@
 """sapiens2_mm's runners: two runs in one process keep their own logs."""
 import pytest
 
-from tests.test_tools.workflow_utils import (
-    WORKFLOW_CFG,
-    load_tool,
-    make_data,
-    scalars,
-)
+from tests.conftest import load_tool
+from tests.test_tools.workflow_utils import WORKFLOW_CFG, make_data, scalars
 
 
 @pytest.fixture(scope='module')

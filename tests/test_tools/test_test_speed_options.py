@@ -5,12 +5,13 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from sapiens2_mm.apis import init_model, run_config
+from sapiens2_mm.apis import run_config
 from sapiens2_mm.engine.hooks import InferenceSpeedHook
 from sapiens2_mm.runtime.compilation import CompileFallbackWarning
-from tests.test_apis.tiny_configs import tiny_config
+from tests.conftest import load_tool
+from tests.test_apis.tiny_configs import tiny_model
 
-from .workflow_utils import WORKFLOW_CFG, load_tool
+from .workflow_utils import WORKFLOW_CFG
 
 
 def _args(tmp_path, *extra):
@@ -44,7 +45,7 @@ def test_bf16_without_support_is_refused_before_testing(tmp_path,
 
 def test_hook_compiles_once_and_falls_back_without_compiler():
     import torch._inductor.config as inductor_config
-    model = init_model(tiny_config('seg'))
+    model = tiny_model('seg')
     hook = InferenceSpeedHook(compile=True)
     runner = SimpleNamespace(model=model)
     # inductor's own config.patch (monkeypatch.setattr on the cpp sub-config

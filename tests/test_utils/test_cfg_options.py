@@ -11,7 +11,8 @@ from sapiens2_mm.utils.cfg_options import (
     apply_cfg_options,
     find_unknown_cfg_options,
 )
-from tests.test_tools.workflow_utils import REPO_DIR, WORKFLOW_CFG
+from tests.conftest import REPO_DIR
+from tests.test_tools.workflow_utils import WORKFLOW_CFG
 
 POSE_TINY = osp.join(REPO_DIR, 'configs', 'pose',
                      'sapiens2-tiny_1xb12-300_cocosample-128x96.py')

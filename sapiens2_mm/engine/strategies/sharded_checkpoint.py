@@ -42,7 +42,7 @@ from ...utils.sharded_checkpoint import (
     read_extra_state,
     sharded_checkpoint_problem,
 )
-from .fsdp_shapes import plain_name
+from ..fsdp_shapes import plain_name
 from .host_memory import release_freed_host_memory
 
 # (the rank's tensor, its start in the flattened parameter or None when the
