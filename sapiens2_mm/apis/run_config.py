@@ -40,7 +40,14 @@ from .tasks import find_task
 
 AMP_DTYPE = 'bfloat16'  # bf16: fp16 overflows in ViT heads
 CHECKPOINT_HOOKS = ('CheckpointHook', 'mmengine.CheckpointHook')
-LOAD_HOOK = 'CheckedCheckpointLoadHook'
+# Everything inserted into a config names its scope: the tools run configs of
+# any scope (a stock mmpose config has default_scope='mmpose', where an
+# unprefixed 'AtomicCheckpointHook' is not found).
+SCOPE = 'sapiens2_mm.'
+LOAD_HOOK = SCOPE + 'CheckedCheckpointLoadHook'
+ATOMIC_CHECKPOINT_HOOK = SCOPE + 'AtomicCheckpointHook'
+RNG_STATE_HOOK = SCOPE + 'RNGStateHook'
+SPEED_HOOK = SCOPE + 'InferenceSpeedHook'
 
 
 class RunConfigError(ValueError):
@@ -215,7 +222,7 @@ def _with_load_hook(cfg: Config, **hook_args) -> None:
     """Replace any CheckedCheckpointLoadHook of ``cfg`` by one with
     ``hook_args``."""
     hooks = [h for h in (cfg.get('custom_hooks') or [])
-             if LOAD_HOOK not in str(h.get('type'))]
+             if 'CheckedCheckpointLoadHook' not in str(h.get('type'))]
     cfg.custom_hooks = hooks + [dict(type=LOAD_HOOK, **hook_args)]
 
 
@@ -261,7 +268,7 @@ def use_atomic_checkpoints(cfg: Config,
     arguments; saves that fail half-way keep the previous checkpoint)."""
     hook = (cfg.get('default_hooks') or {}).get('checkpoint')
     if isinstance(hook, dict) and hook.get('type') in CHECKPOINT_HOOKS:
-        hook['type'] = 'AtomicCheckpointHook'
+        hook['type'] = ATOMIC_CHECKPOINT_HOOK
         if notes is not None:
             notes.append('default_hooks.checkpoint: CheckpointHook replaced '
                          'by AtomicCheckpointHook (atomic saves).')
@@ -270,9 +277,9 @@ def use_atomic_checkpoints(cfg: Config,
 def add_rng_state_hook(cfg: Config) -> None:
     """Checkpoint RNG states so a resumed run continues the same stream."""
     hooks = list(cfg.get('custom_hooks') or [])
-    if not any(h.get('type') in ('RNGStateHook', 'sapiens2_mm.RNGStateHook')
+    if not any(h.get('type') in ('RNGStateHook', RNG_STATE_HOOK)
                for h in hooks):
-        hooks.append(dict(type='RNGStateHook'))
+        hooks.append(dict(type=RNG_STATE_HOOK))
     cfg.custom_hooks = hooks
 
 
@@ -541,5 +548,5 @@ def prepare_test_config(cfg: Config, checkpoint: str, *,
             raise RunConfigError(str(err)) from err
     if compiled or dtype != 'fp32':
         cfg.custom_hooks = list(cfg.get('custom_hooks') or []) + [
-            dict(type='InferenceSpeedHook', compile=compiled, dtype=dtype)]
+            dict(type=SPEED_HOOK, compile=compiled, dtype=dtype)]
     return images_dir

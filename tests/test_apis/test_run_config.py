@@ -7,7 +7,10 @@ from tests.test_tools.workflow_utils import WORKFLOW_CFG
 
 
 def _hooks(cfg, kind):
-    return [h for h in cfg.get('custom_hooks') or [] if h['type'] == kind]
+    """The custom hooks of type ``sapiens2_mm.<kind>`` (the tools prefix
+    what they insert: they run configs of any scope)."""
+    return [h for h in cfg.get('custom_hooks') or []
+            if h['type'] == f'sapiens2_mm.{kind}']
 
 
 def test_prepare_train_config_applies_every_rewrite(tmp_path):
@@ -23,10 +26,11 @@ def test_prepare_train_config_applies_every_rewrite(tmp_path):
     assert (tmp_path / 'w').is_dir()
     assert cfg.load_from is None  # loaded, checked, by the hook instead
     (load, ) = _hooks(cfg, 'CheckedCheckpointLoadHook')
-    assert load == dict(type='CheckedCheckpointLoadHook',
+    assert load == dict(type='sapiens2_mm.CheckedCheckpointLoadHook',
                         checkpoint=str(source), load_at='before_train',
                         allow_partial=False)
-    assert cfg.default_hooks.checkpoint.type == 'AtomicCheckpointHook'
+    assert cfg.default_hooks.checkpoint.type == \
+        'sapiens2_mm.AtomicCheckpointHook'
     assert len(_hooks(cfg, 'RNGStateHook')) == 1
     assert any('AtomicCheckpointHook' in n for n in notes)
     # applied twice: still one load hook and one RNG hook
@@ -68,7 +72,7 @@ def test_prepare_test_config_applies_every_rewrite(tmp_path):
     assert cfg.test_evaluator[-1] == dict(
         type='DumpResults', out_file_path=str(tmp_path / 'preds.pkl'))
     (speed, ) = _hooks(cfg, 'InferenceSpeedHook')
-    assert speed == dict(type='InferenceSpeedHook', compile=True,
+    assert speed == dict(type='sapiens2_mm.InferenceSpeedHook', compile=True,
                          dtype='fp32')
     with pytest.raises(run_config.RunConfigError, match='.pkl'):
         run_config.prepare_test_config(cfg, str(ckpt), out='preds.json')

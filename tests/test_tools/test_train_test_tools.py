@@ -463,7 +463,8 @@ def test_plain_checkpoint_hook_is_made_atomic():
     cfg.default_hooks.checkpoint.type = 'CheckpointHook'
     notes = []
     run_config.use_atomic_checkpoints(cfg, notes)
-    assert cfg.default_hooks.checkpoint.type == 'AtomicCheckpointHook'
+    assert cfg.default_hooks.checkpoint.type == \
+        'sapiens2_mm.AtomicCheckpointHook'
     assert cfg.default_hooks.checkpoint.max_keep_ckpts == 3  # arguments kept
     assert 'AtomicCheckpointHook' in notes[0]
     base = Config.fromfile(osp.join(REPO_DIR, 'configs', '_base_',
