@@ -20,6 +20,7 @@ from torch import nn
 from ..registry import MODELS
 from ..utils import (
     detect_task,
+    in_config_scope,
     load_state_dict_checked,
     official_to_package,
     read_checkpoint,
@@ -109,6 +110,8 @@ def init_model(config: ConfigType,
     spec = find_task(cfg)
     task = spec.name
     backbone = cfg.model.get('backbone')
+    if 'pretrained' in cfg.model:  # mmseg's way to name backbone weights
+        cfg.model.pretrained = None
     if backbone is not None:
         backbone['init_cfg'] = None
         # Activation checkpointing only slows inference down.
@@ -116,7 +119,8 @@ def init_model(config: ConfigType,
             backbone['with_cp'] = False
     spec.prepare_model_config(cfg)
     meta = spec.dataset_meta(cfg)  # before building: config errors first
-    model = MODELS.build(cfg.model)
+    with in_config_scope(cfg):  # stock mmpose / mmseg configs too
+        model = MODELS.build(cfg.model)
     if checkpoint is not None:
         load_task_checkpoint(model, checkpoint, task)
     model.cfg = cfg
