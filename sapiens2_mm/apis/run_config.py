@@ -35,6 +35,7 @@ from ..utils.output_paths import (
 )
 from ..utils.safe_torch_load import allow_mmengine_checkpoint_globals
 from ..utils.work_dir import checkpoint_problem, find_resume_checkpoint
+from .class_check import ClassMismatchError, check_config_classes
 from .init_model import load_config as read_config
 from .tasks import find_task
 
@@ -311,6 +312,16 @@ def check_strategy(cfg: Config) -> None:
                 f"'DeepSpeedOptimWrapper', got {wrapper!r}.")
 
 
+def check_classes(cfg: Config) -> None:
+    """Refuse a config whose places disagree about the classes or
+    keypoints (:func:`~sapiens2_mm.apis.class_check.check_config_classes`):
+    it would train or test with swapped or shifted labels."""
+    try:
+        check_config_classes(cfg)
+    except ClassMismatchError as err:
+        raise RunConfigError(str(err)) from err
+
+
 def prepare_train_config(cfg: Config, *, work_dir: Optional[str] = None,
                          launcher: str = 'none', resume: Optional[str] = None,
                          amp: bool = False, load_partial: bool = False,
@@ -336,6 +347,9 @@ def prepare_train_config(cfg: Config, *, work_dir: Optional[str] = None,
        stream it left.
     7. FSDP / DeepSpeed set-ups that cannot run are refused
        (:func:`check_strategy`).
+    8. A config whose head, losses, datasets, annotation loader and flip
+       pairs disagree about the classes (or keypoints) is refused, naming
+       each place (:func:`check_classes`).
 
     Args:
         cfg: a config from :func:`load_config`.
@@ -363,6 +377,7 @@ def prepare_train_config(cfg: Config, *, work_dir: Optional[str] = None,
     use_atomic_checkpoints(cfg, notes)
     add_rng_state_hook(cfg)
     check_strategy(cfg)
+    check_classes(cfg)
     return cfg
 
 
@@ -511,6 +526,7 @@ def prepare_test_config(cfg: Config, checkpoint: str, *,
     6. ``compiled`` / ``dtype='bf16'``: ``InferenceSpeedHook`` compiles the
        network and/or runs it under bf16 autocast (the dtype is checked
        against the device first).
+    7. Class / keypoint disagreements are refused (:func:`check_classes`).
 
     Args:
         cfg: a config from :func:`load_config`.
@@ -536,6 +552,7 @@ def prepare_test_config(cfg: Config, checkpoint: str, *,
         raise RunConfigError(
             f'{cfg.filename} has no test_dataloader/test_evaluator to test '
             'with.')
+    check_classes(cfg)
     if out:
         add_dump(cfg, out)
     images_dir = enable_show_dir(cfg, show_dir) if show_dir else None

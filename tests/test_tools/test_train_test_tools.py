@@ -304,7 +304,8 @@ def test_tta_wraps_the_seg_model_and_runs(tmp_path):
     ckpt = str(tmp_path / 'random.pth')
     torch.save({'state_dict': MODELS.build(plain.model).state_dict()}, ckpt)
     cfg = test_tool.build_cfg(test_tool.parse_args([SEG_TINY, ckpt, '--tta']))
-    assert cfg.model.type == 'SegFlipTTAModel'
+    # the sample base names its types with their scope (any default_scope)
+    assert cfg.model.type == 'sapiens2_mm.SegFlipTTAModel'
     assert cfg.model.module.type == plain.model.type
     assert cfg.test_dataloader.dataset.pipeline == plain.tta_pipeline
     # End to end with random weights: the flip-averaged model is evaluated.
