@@ -22,9 +22,11 @@ def test_configs_were_found():
                          ids=[osp.relpath(p, REPO) for p in CONFIGS])
 def test_config_builds(path):
     cfg = Config.fromfile(path)
-    # baselines keep the scope of the upstream config they extend
-    baseline = osp.join('configs', 'baselines') in path
-    assert (cfg.default_scope in ('mmpose', 'mmseg') if baseline else
+    # sample baselines keep the scope of the stock config they extend
+    stock = osp.join('configs', 'baselines') in path and any(
+        base.startswith(('mmpose::', 'mmseg::'))
+        for base in Config._get_base_files(path))
+    assert (cfg.default_scope in ('mmpose', 'mmseg') if stock else
             cfg.default_scope == 'sapiens2_mm')
     assert cfg.train_dataloader.dataset.pipeline
     # Pretraining has no validation set (its metrics come from fine-tuning).
