@@ -95,9 +95,13 @@ def main(argv: Optional[List[str]] = None) -> None:
         parser.exit(2, f'error: {err}\n')
     from sapiens2_mm.utils import register_all_modules
     register_all_modules(init_default_scope=False)
-    sys.argv = [path, *args.args]
+    argv, sys.argv = sys.argv, [path, *args.args]
     sys.path.insert(0, osp.dirname(path))  # the tool's sibling imports
-    runpy.run_path(path, run_name='__main__')
+    try:
+        runpy.run_path(path, run_name='__main__')
+    finally:  # restored for a caller in the same process (tests)
+        sys.argv = argv
+        sys.path.remove(osp.dirname(path))
 
 
 if __name__ == '__main__':

@@ -113,3 +113,24 @@ def test_benchmark_inference_runs_stock_configs(config, inputs):
     assert done.returncode == 0, done.stderr[-3000:]
     assert 'model-only eager    fp32' in done.stdout
     assert '4 images' in done.stdout
+
+
+def test_infer_cli_runs_a_stock_pose_config(tmp_path):
+    """tools/infer.py pose on the SimpleBaseline config (the command of
+    docs/baselines.md, with a random-weight checkpoint)."""
+    from sapiens2_mm.apis.model_compare import build_timed_model
+    ckpt = str(tmp_path / 'res18.pth')
+    torch.save({'state_dict': build_timed_model(
+        Config.fromfile(RES18), 'cpu').state_dict()}, ckpt)
+    out = tmp_path / 'out'
+    done = subprocess.run(
+        [sys.executable, osp.join(REPO_DIR, 'tools', 'infer.py'), 'pose',
+         RES18, ckpt, '--input', COCO, '--output', str(out), '--bboxes',
+         osp.join(COCO, 'test_coco.json')],
+        cwd=REPO_DIR, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (predictions, ) = out.glob('*_predictions.json')
+    result = json.loads(predictions.read_text())
+    assert result['num_keypoints'] == 17 and len(result['frames']) == 4
+    # one instance per person box of the file (14 people in 4 photos)
+    assert sum(len(f['instances']) for f in result['frames']) == 14

@@ -132,3 +132,23 @@ def test_input_shape_sources_and_no_silent_default():
     bare.model.data_preprocessor = dict(size=(64, 48))
     assert config_input_shape(bare) == ((64, 48),
                                         'model.data_preprocessor.size')
+
+
+def test_get_flops_cli_names_source_conventions_and_build(capsys):
+    """The command of docs/baselines.md on SegFormer (the meta build fails
+    there: built on the CPU, then moved)."""
+    import importlib.util
+    path = osp.join(REPO_DIR, 'tools', 'analysis_tools', 'get_flops.py')
+    spec = importlib.util.spec_from_file_location('get_flops_cli', path)
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    config = osp.join(BASELINES, 'seg',
+                      'segformer_mit-b0_1xb2-30_seg29sample-128x96.py')
+    result = tool.main([config])
+    out = capsys.readouterr().out
+    assert 'input 1x3x128x96 (from test pipeline step 1 (SegResize))' in out
+    assert 'what the mmpose / mmseg model zoos print as "FLOPs"' in out
+    assert '(= 2 x MACs' in out
+    assert 'built on the CPU, then moved to the meta device' in out
+    assert result['flops'] == 2 * result['macs'] == 2 * _module_macs(
+        _real_model(Config.fromfile(config)), (128, 96))

@@ -27,10 +27,16 @@ SEGFORMER = osp.join(BASELINES, 'seg',
                      'segformer_mit-b0_1xb2-30_seg29sample-128x96.py')
 DEEPLAB = osp.join(BASELINES, 'seg',
                    'deeplabv3plus_r18-d8_1xb2-30_seg29sample-128x96.py')
+NORMAL_VIT = osp.join(BASELINES, 'normal',
+                      'normal-head_vit-tiny_1xb2-30_densesample-128x96.py')
+NORMAL_R18 = osp.join(BASELINES, 'normal',
+                      'normal-head_r18-d16_1xb2-30_densesample-128x96.py')
 SAMPLE_BASELINES = {'res18': (RES18, 'coco/AP'),
                     'vitpose': (VITPOSE, 'coco/AP'),
                     'segformer': (SEGFORMER, 'mIoU'),
-                    'deeplab': (DEEPLAB, 'mIoU')}
+                    'deeplab': (DEEPLAB, 'mIoU'),
+                    'normal_vit': (NORMAL_VIT, 'normal_mae'),
+                    'normal_r18': (NORMAL_R18, 'normal_mae')}
 
 
 @pytest.fixture(autouse=True)
@@ -72,14 +78,17 @@ def test_stock_configs_keep_their_scope_and_upstream_model():
             (VITPOSE, 'mmpose', 'TopdownPoseEstimator',
              'mmpretrain.VisionTransformer'),
             (SEGFORMER, 'mmseg', 'EncoderDecoder', 'MixVisionTransformer'),
-            (DEEPLAB, 'mmseg', 'EncoderDecoder', 'ResNetV1c')):
+            (DEEPLAB, 'mmseg', 'EncoderDecoder', 'ResNetV1c'),
+            (NORMAL_VIT, 'sapiens2_mm', 'DenseEstimator',
+             'mmpretrain.VisionTransformer'),
+            (NORMAL_R18, 'sapiens2_mm', 'DenseEstimator', 'mmseg.ResNetV1c')):
         cfg = Config.fromfile(config)
         assert cfg.default_scope == scope
         assert cfg.model.type == model_type
         assert cfg.model.backbone.type == backbone
-        assert 'tests/data/' in cfg.test_dataloader.dataset.data_root
         assert cfg.test_evaluator.type.startswith(
             'mmpose.' if scope == 'mmpose' else 'sapiens2_mm.')
+        assert cfg.test_dataloader.dataset.data_root.startswith('tests/data')
         assert sum(len(line) > 0 and not line.startswith('#')
                    for line in open(config)) < 60
 
@@ -106,17 +115,20 @@ def test_our_test_loads_foreign_checkpoints_strictly(trained, tmp_path,
 
 
 def test_mmpose_own_tools_run_the_stock_config(tmp_path):
-    """mmpose's tools/train.py and tools/test.py with the config's
-    custom_imports line (no other help from this package)."""
+    """mmpose's tools/train.py through the entry of docs/baselines.md
+    (python -m sapiens2_mm.upstream mmpose train ...), its tools/test.py run
+    directly with nothing but the config's custom_imports line."""
     cfg = Config.fromfile(RES18)
     assert 'sapiens2_mm' in cfg.custom_imports.imports
     work = str(tmp_path / 'train')
-    _run_upstream('mmpose', 'train', RES18, '--work-dir', work,
-                  '--cfg-options', 'train_cfg.max_iters=2')
+    upstream.main(['mmpose', 'train', RES18, '--work-dir', work,
+                   '--cfg-options', 'train_cfg.max_iters=2'])
     ckpt = osp.join(work, 'iter_2.pth')
     assert osp.isfile(ckpt)
     _run_upstream('mmpose', 'test', RES18, ckpt, '--work-dir',
                   str(tmp_path / 'test'))
+    assert any('coco/AP' in p.read_text()
+               for p in (tmp_path / 'test').rglob('*.log'))
     # and our test.py reads the checkpoint mmpose's train.py wrote
     metrics = test_tool.main([RES18, ckpt, '--work-dir',
                               str(tmp_path / 'ours')])
@@ -124,14 +136,16 @@ def test_mmpose_own_tools_run_the_stock_config(tmp_path):
 
 
 def test_mmseg_own_tools_run_the_stock_config(tmp_path):
+    """mmseg's tools/train.py run directly (the config's import line), its
+    tools/test.py through the entry of docs/baselines.md."""
     work = str(tmp_path / 'train')
     _run_upstream('mmseg', 'train', SEGFORMER, '--work-dir', work,
                   '--cfg-options', 'train_cfg.max_iters=2')
     ckpt = osp.join(work, 'iter_2.pth')
     state = torch.load(ckpt, map_location='cpu', weights_only=True)
     assert state['meta']['iter'] == 2
-    _run_upstream('mmseg', 'test', SEGFORMER, ckpt, '--work-dir',
-                  str(tmp_path / 'test'))
+    upstream.main(['mmseg', 'test', SEGFORMER, ckpt, '--work-dir',
+                   str(tmp_path / 'test')])
     logs = list((tmp_path / 'test').rglob('*.log'))
     assert logs and any('mIoU' in p.read_text() for p in logs)
 

@@ -172,3 +172,12 @@ def test_warnings_name_what_differs():
     assert 'a: (128, 96); b: (128, 96); c: (256, 192)' in size
     (flip, ) = [w for w in warnings if w.startswith('flip tests')]
     assert 'a: True; b: True; c: False' in flip
+
+
+def test_docs_show_the_tested_commands():
+    """docs/baselines.md shows the commands test_documented_comparison
+    runs (one line each after joining continuation lines)."""
+    from tests.test_docs_commands import documented_commands
+    documented = documented_commands()
+    for family in FAMILIES:
+        assert documented_command(family) in documented, family
