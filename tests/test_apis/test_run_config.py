@@ -76,3 +76,33 @@ def test_prepare_test_config_applies_every_rewrite(tmp_path):
                          dtype='fp32')
     with pytest.raises(run_config.RunConfigError, match='.pkl'):
         run_config.prepare_test_config(cfg, str(ckpt), out='preds.json')
+
+
+@pytest.mark.parametrize('config', [
+    'mmpose::body_2d_keypoint/topdown_heatmap/coco/'
+    'td-hm_res50_8xb64-210e_coco-256x192.py',
+    'mmseg::segformer/segformer_mit-b0_8xb2-160k_ade20k-512x512.py',
+    'mmpretrain::resnet/resnet18_8xb32_in1k.py'])
+def test_inserted_hooks_build_in_the_scope_of_a_stock_config(config,
+                                                             tmp_path):
+    """Issue 25: the hooks the tools insert were unprefixed, so a stock
+    mmpose config failed with "AtomicCheckpointHook is not in the
+    mmpose::hook registry". Every inserted type now builds under the
+    config's own default scope (mmpose, mmseg, mmpretrain)."""
+    from mmengine.config import Config
+    from mmengine.registry import HOOKS, DefaultScope
+    leaf = tmp_path / 'stock.py'  # the stock config, nothing changed
+    leaf.write_text(f'_base_ = [{config!r}]\n')
+    cfg = Config.fromfile(str(leaf))
+    source = tmp_path / 'finetune.pth'
+    source.write_bytes(b'x')
+    cfg.load_from = str(source)
+    run_config.prepare_train_config(cfg, work_dir=str(tmp_path / 'w'))
+    inserted = [cfg.default_hooks.checkpoint] + [
+        h for h in cfg.custom_hooks if 'sapiens2_mm' in str(h['type'])]
+    assert {h['type'] for h in inserted} == {
+        'sapiens2_mm.AtomicCheckpointHook', 'sapiens2_mm.RNGStateHook',
+        'sapiens2_mm.CheckedCheckpointLoadHook'}
+    with DefaultScope.overwrite_default_scope(cfg.default_scope):
+        for hook in inserted:
+            assert HOOKS.build(dict(hook)) is not None
