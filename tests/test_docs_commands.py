@@ -365,13 +365,13 @@ COVERAGE = {
         'test_get_flops_cli_names_source_conventions_and_build'),
     **{documented_comparison(family): ('test', COMPARE)
        for family in ('pose', 'seg', 'normal')},
-    'python tools/train.py configs/examples/'
+    'python tools/train.py configs/examples/pose/'
     'sapiens2-tiny_1xb12-300_hand21-128x96.py':
         ('test', CUSTOM + 'test_21_hand_keypoints_train_and_test'),
-    'python tools/train.py configs/examples/'
+    'python tools/train.py configs/examples/seg/'
     'sapiens2-tiny_1xb2-30_parts20-128x96.py':
         ('test', CUSTOM + 'test_adapted_20_class_config_trains_and_tests'),
-    'python tools/train.py configs/examples/'
+    'python tools/train.py configs/examples/normal/'
     'sapiens2-tiny_1xb2-30_normal-png-128x96.py':
         ('test', CUSTOM + 'test_png_normals_without_masks_train_and_test'),
 }

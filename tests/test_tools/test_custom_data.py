@@ -28,8 +28,8 @@ pytestmark = pytest.mark.usefixtures('one_torch_thread')
 train_tool = load_tool('train')
 test_tool = load_tool('test')
 EXAMPLES = osp.join(REPO_DIR, 'configs', 'examples')
-PARTS20 = osp.join(EXAMPLES, 'sapiens2-tiny_1xb2-30_parts20-128x96.py')
-HAND21 = osp.join(EXAMPLES, 'sapiens2-tiny_1xb12-300_hand21-128x96.py')
+PARTS20 = osp.join(EXAMPLES, 'seg', 'sapiens2-tiny_1xb2-30_parts20-128x96.py')
+HAND21 = osp.join(EXAMPLES, 'pose', 'sapiens2-tiny_1xb12-300_hand21-128x96.py')
 TINY_SEG = osp.join(REPO_DIR, 'configs', 'seg',
                     'sapiens2-tiny_1xb2-30_seg29sample-128x96.py')
 # The 29 Sapiens2 classes merged into the recipe's 20 (feet with shoes and
@@ -232,7 +232,8 @@ def test_png_normals_without_masks_train_and_test(tmp_path):
         _png_normal_folder,
     )
     root = _png_normal_folder(tmp_path / 'data')
-    config = osp.join(EXAMPLES, 'sapiens2-tiny_1xb2-30_normal-png-128x96.py')
+    config = osp.join(EXAMPLES, 'normal',
+                      'sapiens2-tiny_1xb2-30_normal-png-128x96.py')
     work = str(tmp_path / 'w')
     train_tool.main([config, '--work-dir', work,
                      *_root_options(root, 'train_cfg.max_iters=2')])

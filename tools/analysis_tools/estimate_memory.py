@@ -44,7 +44,6 @@ from typing import Dict, Optional, Tuple
 
 import torch
 
-sys.path.insert(0, osp.dirname(osp.abspath(__file__)))  # get_flops helpers
 GB = 1024**3
 
 
@@ -166,12 +165,11 @@ def estimate(cfg, shape: Optional[Tuple[int, int]] = None,
         ``per_sample_no_cp_gb``, ``parts_gb`` (recorded bytes per part, no
         checkpointing), ``max_batch`` and ``shape``.
     """
-    from get_flops import _drop_pretrained, _input_shape
-
+    from sapiens2_mm.apis.model_cost import config_input_shape, drop_pretrained
     from sapiens2_mm.registry import MODELS
     model_cfg = cfg.model.to_dict()
-    hw = _input_shape(model_cfg, shape)
-    _drop_pretrained(model_cfg)
+    hw = tuple(shape) if shape else config_input_shape(cfg)[0]
+    drop_pretrained(model_cfg)
     backbone_cfg = model_cfg.get('backbone', {})
     with_cp = bool(backbone_cfg.get('with_cp', False))
     backbone_cfg['with_cp'] = False

@@ -5,8 +5,8 @@
 # mmpose's CocoMetric scores OKS with the metainfo's sigmas, and the flip
 # augmentation and flip test use its flip partners. tools/train.py and
 # tools/test.py check that the head and every dataset agree on the count.
-#   python tools/train.py configs/examples/sapiens2-tiny_1xb12-300_hand21-128x96.py
-_base_ = ['../pose/sapiens2-tiny_1xb12-300_cocosample-128x96.py']
+#   python tools/train.py configs/examples/pose/sapiens2-tiny_1xb12-300_hand21-128x96.py
+_base_ = ['../../pose/sapiens2-tiny_1xb12-300_cocosample-128x96.py']
 data_root = 'data/hand21/'
 ann_file = 'annotations.json'
 metainfo = dict(from_file='configs/_base_/datasets/hand21.py')

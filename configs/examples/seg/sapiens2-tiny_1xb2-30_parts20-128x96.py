@@ -6,8 +6,8 @@
 # inheriting the 29-class pipelines or weights is refused, naming each place.
 # Label maps: single-channel PNGs with values 0..19 (255 = ignore) under
 # {data_root}/labels, images under {data_root}/images (same names).
-#   python tools/train.py configs/examples/sapiens2-tiny_1xb2-30_parts20-128x96.py
-_base_ = ['../seg/sapiens2-tiny_1xb2-30_seg29sample-128x96.py']
+#   python tools/train.py configs/examples/seg/sapiens2-tiny_1xb2-30_parts20-128x96.py
+_base_ = ['../../seg/sapiens2-tiny_1xb2-30_seg29sample-128x96.py']
 data_root = 'data/parts20/'
 metainfo = dict(
     classes=('Background', 'Apparel', 'Eyeglass', 'Face_Neck', 'Hair',

@@ -5,8 +5,8 @@
 # LoadDenseAnnotations converts them to the targets' frame (OpenCV, pointing
 # toward the camera). Layout: {data_root}/images/<name>.png|.jpg and
 # {data_root}/normals/<name>.png.
-#   python tools/train.py configs/examples/sapiens2-tiny_1xb2-30_normal-png-128x96.py
-_base_ = ['../normal/sapiens2-tiny_1xb2-30_densesample-128x96.py']
+#   python tools/train.py configs/examples/normal/sapiens2-tiny_1xb2-30_normal-png-128x96.py
+_base_ = ['../../normal/sapiens2-tiny_1xb2-30_densesample-128x96.py']
 data_root = 'data/my_normals/'
 load = [dict(type='Sapiens2LoadImage'),
         dict(type='LoadDenseAnnotations', normal_convention='opengl')]
