@@ -37,9 +37,13 @@ PRIMARY_METRICS = ('coco/AP', 'mIoU', 'normal_mae')
 def scoped(node, scope: str):
     """A copy of a config dict whose unprefixed ``type`` strings name
     ``scope``, so it builds under another config's default scope
-    (``'SegIoUMetric'`` of a sapiens2_mm config inside an mmseg config)."""
+    (``'SegIoUMetric'`` of a sapiens2_mm config inside an mmseg config).
+    mmengine's ``_scope_`` annotation (a value taken from an ``mmpose::``
+    base) names the scope of its dict and is folded into the types."""
     if isinstance(node, dict):
-        out = {k: scoped(v, scope) for k, v in node.items()}
+        scope = node.get('_scope_') or scope
+        out = {k: scoped(v, scope) for k, v in node.items()
+               if k != '_scope_'}
         kind = out.get('type')
         if isinstance(kind, str) and '.' not in kind:
             out['type'] = f'{scope}.{kind}'
@@ -307,6 +311,7 @@ def plot_rows(rows: List[dict], metric: str, path: str) -> None:
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for ax, key, label in ((axes[0], 'gflops', 'GFLOPs (2 x MACs)'),
                            (axes[1], 'images_per_s', 'images / s')):
@@ -318,6 +323,9 @@ def plot_rows(rows: List[dict], metric: str, path: str) -> None:
         ax.set_xlabel(label)
         ax.set_ylabel(metric)
         ax.set_xscale('log')
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.margins(x=0.2, y=0.1)  # room for the names
         ax.grid(True, alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=100)

@@ -181,3 +181,18 @@ def test_docs_show_the_tested_commands():
     documented = documented_commands()
     for family in FAMILIES:
         assert documented_command(family) in documented, family
+
+
+def test_scoped_folds_mmengine_scope_annotations():
+    """A value taken from an mmpose:: base carries _scope_='mmpose': the same
+    evaluator, not another one (it warned that the baselines evaluate with
+    another metric)."""
+    from sapiens2_mm.apis.model_compare import scoped
+    ref = Config.fromfile(FAMILIES['pose'][0][0]).test_evaluator
+    stock = Config.fromfile(FAMILIES['pose'][1][0]).test_evaluator
+    assert stock.get('_scope_') == 'mmpose'
+    assert scoped(stock, 'mmpose') == scoped(ref, 'sapiens2_mm') == dict(
+        type='mmpose.CocoMetric',
+        ann_file='tests/data/coco_sample/test_coco.json')
+    assert scoped(dict(type='CocoMetric', _scope_='mmpose'), 'mmseg') == \
+        dict(type='mmpose.CocoMetric')
