@@ -106,7 +106,7 @@ def test_init_model(config, tmp_path):
         assert model.dataset_meta['task'] == model.task
         size = model.dataset_meta['input_size']
         assert size == (1024, 768) or ('tiny' in config and size in (
-            (128, 96), (256, 192))) or ('-4k_' in config and size == (
+            (128, 96), (512, 384))) or ('-4k_' in config and size == (
                 4096, 3072))
 
 

@@ -45,6 +45,7 @@ SEG_1B = osp.join(REPO_DIR, 'configs', 'seg',
                   'sapiens2-1b_8xb8-20k_seg29-1024x768.py')
 
 CUDA = 'needs a CUDA GPU'
+ESTIMATE = 'tests/test_tools/test_estimate_memory.py::'
 TINY_4K_TRAIN = 'tests/test_tools/test_tiny_4k_training.py::' \
     'test_tiny_4k_config_learns_and_tests_at_the_original_size'
 SLURM = 'needs a Slurm cluster (srun)'
@@ -134,7 +135,22 @@ COVERAGE = {
     'GPUS=8 tools/slurm_test.sh PARTITION JOB CONFIG CHECKPOINT [options]':
         ('reason', SLURM),
     'tools/dist_train.sh configs/pose/'
-    'sapiens2-5b_8xb2-20k_sapiens308-1024x768_fsdp.py 8': ('test', FSDP),
+    'sapiens2-0.8b_8xb12-10k_sapiens308-1024x768_fsdp.py 8': ('test', FSDP),
+    # Memory estimate (docs/large_models.md).
+    'python tools/analysis_tools/estimate_memory.py '
+    'configs/pose/sapiens2-1b_8xb7-20k_sapiens308-1024x768.py': (
+        'test', ESTIMATE + 'test_every_shipped_config_fits_the_gpus_its_name_'
+        'gives'),
+    'python tools/analysis_tools/estimate_memory.py '
+    'configs/seg/sapiens2-1b_8xb8-20k_seg29-1024x768.py --gpus 1 '
+    '--gpu-memory 24': ('test', ESTIMATE + 'test_yes_or_no_with_the_exit_'
+                        'status'),
+    'python tools/analysis_tools/estimate_memory.py --table '
+    'configs/*/sapiens2-[015]*.py': (
+        'test', ESTIMATE + 'test_every_shipped_config_fits_the_gpus_its_name_'
+        'gives'),
+    'python tools/benchmarks/estimate_memory_calibration.py --out calib.json':
+        ('test', ESTIMATE + 'test_estimate_is_near_a_measured_cpu_peak'),
     'python tools/gpu_acceptance.py --check-imports': (
         'test', 'tests/test_tools/test_gpu_acceptance.py::'
         'test_check_imports_reports_the_stack'),
@@ -142,16 +158,28 @@ COVERAGE = {
         'downloads wheels from PyPI for the GPU machine; the list was fetched '
         'and the stack imported from it under Python 3.12, torch 2.11, numpy '
         '2.5 when it was written (docs/large_models.md)')),
-    'bash tools/gpu_acceptance.sh': ('reason', (
+    'bash tools/gpu_acceptance.sh OUT_DIR': ('reason', (
         'needs a CUDA GPU; every stage runs with tiny shapes on the CPU in '
         'tests/test_tools/test_gpu_acceptance.py::test_dry_run_every_stage')),
-    'bash tools/gpu_acceptance.sh --dry-run': (
+    'bash tools/gpu_acceptance.sh --dry-run OUT_DIR': (
         'test', 'tests/test_tools/test_gpu_acceptance.py::'
         'test_dry_run_every_stage'),
+    'git clone --depth 1 https://github.com/facebookresearch/sapiens2 '
+    '.official/sapiens2': ('reason', (
+        'downloads the official repository (network); the comparison it '
+        'feeds runs on a local snapshot when one is there, and is skipped '
+        'with its reason in the dry run of CI')),
     'python tools/benchmarks/fsdp.py --embed-dims 384 '
     '--num-layers 8 --iters 3 --out fsdp_bench.json': (
         'test', 'tests/test_tools/test_benchmarks.py::'
         'test_tiny_benchmark_variants_agree_and_shard'),
+    'python tools/benchmarks/fsdp_memory.py --out fsdp_memory.json': (
+        'test', 'tests/test_tools/test_benchmarks.py::'
+        'test_tiny_fsdp_memory_benchmark_resumes_one_state'),
+    'python tools/model_converters/consolidate_sharded_checkpoint.py '
+    'work_dirs/my_pose_5b/iter_20000.pth sapiens2_5b_pose_iter_20000.pth': (
+        'test', 'tests/test_engine/test_fsdp_sharded_checkpoint.py::'
+        'test_consolidated_checkpoint_resumes_full_and_converts'),
     'python tools/infer.py pose configs/pose/'
     'sapiens2-1b_8xb7-20k_sapiens308-1024x768.py '
     'checkpoints/pose/sapiens2_1b_pose.safetensors --input photos/ '
@@ -178,7 +206,9 @@ COVERAGE = {
     '--verify': ('test', EXPORT),
     'python tools/deployment/export_model.py CONFIG [CHECKPOINT] '
     '--output export/ [--shape 1024 768] [--max-batch 32] [--verify] [--onnx] '
-    '[--device cuda:0]': ('test', EXPORT),  # --onnx: test_onnx_export_*
+    '[--device cuda:0] [--overwrite]': ('test', EXPORT),
+    # --onnx: test_onnx_export_*; --overwrite:
+    # test_deployment.py::test_an_earlier_export_is_never_replaced
     # Dense tasks (docs/dense.md, docs/dense_data.md, docs/inference.md).
     'python tools/train.py configs/normal/'
     'sapiens2-tiny_1xb2-30_densesample-128x96.py --work-dir work_dirs/normal_tiny':
@@ -237,13 +267,14 @@ COVERAGE = {
     # Pretraining (docs/pretrain.md).
     'python tools/train.py configs/pretrain/sapiens2-tiny_pretrain-cpu-64x48.py':
         ('test', 'test_train_tiny_pretrain'),
-    'python tools/train.py configs/pretrain/sapiens2-0.4b_pretrain-1024x768.py '
+    'tools/dist_train.sh configs/pretrain/sapiens2-0.4b_pretrain-1024x768.py 1 '
     '--cfg-options train_dataloader.dataset.data_root=/data/humans':
         ('reason', (
-            'official-size pretraining (0.4B at 1024x768, bf16 on GPUs); the '
-            'same train.py path runs on the tiny pretrain config in '
-            'test_train_tiny_pretrain and every pretrain config is built in '
-            'tests/test_configs.py')),
+            'official-size pretraining (0.4B at 1024x768, FSDP bf16 on a GPU); '
+            'its FSDP path runs on the tiny pretrain config, 2 CPU ranks, in '
+            'tests/test_engine/test_fsdp_strategy.py::'
+            'test_fsdp_pretraining_teacher_equals_ddp, and every pretrain '
+            'config is built in tests/test_configs.py')),
     'tools/dist_train.sh configs/pretrain/sapiens2-1b_pretrain-1024x768.py 8':
         ('reason', (
             'official-size 1B pretraining (FSDP on 8 GPUs); its FSDP path runs '
@@ -256,10 +287,10 @@ COVERAGE = {
     'work_dirs/pretrain_1b/iter_500000.pth sapiens2_1b_pretrain.safetensors '
     '--pth sapiens2_1b_pretrain_teacher.pth':
         ('test', 'tests/test_tools/test_export_pretrain.py::test_cli'),
-    'python tools/train.py configs/pose/sapiens2-1b_8xb7-20k_sapiens308-1024x768.py '
-    '--cfg-options model.backbone.init_cfg.checkpoint='
+    'tools/dist_train.sh configs/pose/sapiens2-1b_8xb7-20k_sapiens308-1024x768.py '
+    '8 --cfg-options model.backbone.init_cfg.checkpoint='
     'sapiens2_1b_pretrain.safetensors': ('test', FINETUNE),
-    'python tools/train.py configs/seg/sapiens2-1b_8xb8-20k_seg29-1024x768.py '
+    'tools/dist_train.sh configs/seg/sapiens2-1b_8xb8-20k_seg29-1024x768.py 8 '
     '--cfg-options model.backbone.init_cfg.checkpoint='
     'sapiens2_1b_pretrain.safetensors': ('test', FINETUNE),
     'python tools/model_converters/export_pretrain.py '
@@ -311,6 +342,9 @@ COVERAGE = {
     'python tools/benchmarks/label_resize.py': ('test', (
         'tests/test_tools/test_benchmarks.py::'
         'test_label_resize_both_ways_agree')),
+    'python tools/benchmarks/loader_4k.py --rounds 3 --samples 4 --steps': (
+        'test', ('tests/test_tools/test_benchmarks.py::'
+                 'test_loader_4k_before_and_after_give_equal_batches')),
     'python tools/dataset_converters/coco_wholebody_to_sapiens308.py '
     'data/coco/annotations/coco_wholebody_val_v1.0.json '
     'data/coco/annotations/coco_wholebody_val_308.json':
@@ -320,26 +354,35 @@ COVERAGE = {
         'test', 'tests/test_tools/test_analysis_tools.py::'
         'test_get_flops_4k_backbone_params_and_macs'),
     'python tools/analysis_tools/estimate_memory.py '
-    'configs/seg/sapiens2-1b-4k_8xb2-80k_seg29-4096x3072.py': (
-        'test', 'tests/test_tools/test_analysis_tools.py::'
-        'test_estimate_memory_of_the_4k_and_1k_configs'),
+    'configs/seg/sapiens2-1b-4k_8xb4-40k_seg29-4096x3072.py': (
+        'test', ESTIMATE + 'test_every_shipped_config_fits_the_gpus_its_name_'
+        'gives'),
     'tools/dist_train.sh configs/seg/'
-    'sapiens2-1b-4k_8xb2-80k_seg29-4096x3072.py 8': ('reason', (
+    'sapiens2-1b-4k_8xb4-40k_seg29-4096x3072.py 8': ('reason', (
         'full-size 1B-4K training on 8 GPUs with the official 4K pretrain '
         'file; the same 4K path (tokenizer, 2K head, 2K labels) trains in '
         'tests/test_tools/test_tiny_4k_training.py, dist_train.sh runs in '
         + DIST + ', and the config builds and runs (tiny variant) in '
         'tests/test_all_configs_inference.py')),
     'python tools/infer.py seg '
-    'configs/seg/sapiens2-1b-4k_8xb2-80k_seg29-4096x3072.py '
-    'work_dirs/seg_4k/iter_80000.pth --input photos/ --output out/seg_4k': (
+    'configs/seg/sapiens2-1b-4k_8xb4-40k_seg29-4096x3072.py '
+    'work_dirs/seg_4k/iter_40000.pth --input photos/ --output out/seg_4k': (
         'test', 'tests/test_all_configs_inference.py::'
         'test_infer_cli_on_a_bundled_photo'),
     'python tools/train.py configs/seg/'
-    'sapiens2-tiny-4k_1xb2-30_seg29sample-256x192.py': (
+    'sapiens2-tiny-4k_1xb2-30_seg29sample-512x384.py': (
         'test', TINY_4K_TRAIN),
     'python tools/train.py configs/normal/'
-    'sapiens2-tiny-4k_1xb2-30_densesample-256x192.py': (
+    'sapiens2-tiny-4k_1xb2-30_densesample-512x384.py': (
+        'test', TINY_4K_TRAIN),
+    'python tools/train.py configs/pointmap/'
+    'sapiens2-tiny-4k_1xb2-30_densesample-512x384.py': (
+        'test', TINY_4K_TRAIN),
+    'python tools/train.py configs/albedo/'
+    'sapiens2-tiny-4k_1xb2-30_densesample-512x384.py': (
+        'test', TINY_4K_TRAIN),
+    'python tools/train.py configs/pose/'
+    'sapiens2-tiny-4k_1xb12-300_sapiens308sample-512x384.py': (
         'test', TINY_4K_TRAIN),
     # Baselines and own data (docs/baselines.md, docs/custom_data.md).
     'python tools/train.py ' + RES18_SAMPLE + ' --work-dir work_dirs/pose_res18':

@@ -39,3 +39,18 @@ def test_warning_filters_name_message_and_module(pytestconfig):
         if action == 'ignore' and not (message.strip() and module.strip()):
             blanket.append(entry)
     assert not blanket, f'filters that hide whole categories: {blanket}'
+
+
+def test_no_unsafe_torch_load_in_the_package_or_tools():
+    """Everything the package and its tools load with torch.load is plain
+    tensors, numbers and containers: weights-only (issue 28 item 7; the
+    FSDP benchmark was the last ``weights_only=False``)."""
+    hits = [f'{path.relative_to(ROOT)}:{number + 1}'
+            for folder in ('sapiens2_mm', 'tools')
+            for path in sorted((ROOT / folder).rglob('*.py'))
+            for number, line in enumerate(
+                path.read_text(encoding='utf-8').splitlines())
+            # a call, not a mention in a comment or a docstring's ``literal``
+            if re.search(r'weights_only\s*=\s*False', line)
+            and not line.lstrip().startswith('#') and '``' not in line]
+    assert not hits, hits

@@ -15,6 +15,8 @@ NNODES=${NNODES:-1}
 NODE_RANK=${NODE_RANK:-0}
 PORT=${PORT:-29500}
 MASTER_ADDR=${MASTER_ADDR:-"127.0.0.1"}
+# the interpreter: the `python` first on PATH unless PYTHON is set (e.g.
+# PYTHON=.venv/bin/python when the environment is not activated)
 PYTHON=${PYTHON:-python}
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 

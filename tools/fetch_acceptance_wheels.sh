@@ -22,5 +22,6 @@ mkdir -p "$DEST"
   mmsegmentation==1.2.2 mmdet==3.3.0 pycocotools==2.0.11 \
   addict yapf termcolor ftfy regex json-tricks munkres einops mat4py \
   modelindex model-index ordered-set terminaltables prettytable wcwidth \
+  shapely platformdirs importlib-metadata lazy-importer \
   "$@"
 du -sh "$DEST"

@@ -18,10 +18,13 @@ in the summary, and the index header records ``"weights": "random"``.
 import argparse
 import sys
 
-from mmengine.config import DictAction
-
 from sapiens2_mm.apis import get_task, run_inference, task_names
-from sapiens2_mm.utils.cfg_options import UnknownConfigKeyError
+from sapiens2_mm.utils.cfg_options import (
+    CfgOptionsAction,
+    UnknownConfigKeyError,
+)
+from sapiens2_mm.utils.cli_errors import user_errors_as_exit
+from sapiens2_mm.utils.train_lock import WorkDirLockedError
 
 
 def _add_common_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,7 +59,7 @@ def _add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--serial', action='store_true',
                         help='one thread: no decoding / writing overlapped '
                         'with the network (debugging)')
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction,
+    parser.add_argument('--cfg-options', nargs='+', action=CfgOptionsAction,
                         metavar='KEY=VALUE',
                         help='override config keys, e.g. '
                         'model.decode_head.scale_guard=clamp (unknown keys '
@@ -79,14 +82,28 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> int:
     summary = run_inference(**vars(parse_args(argv)))
+    return exit_code(summary)
+
+
+def exit_code(summary) -> int:
+    """130 interrupted (Ctrl-C); 1 stopped early (disk full) or nothing
+    finished, now or by an earlier run; else 0, also when some inputs were
+    unreadable or some frames failed (the summary lists them)."""
     if summary.interrupted:
         return 130
+    if summary.stopped:
+        return 1
     return 0 if summary.processed or summary.resumed else 1
 
 
+def cli(argv=None) -> int:
+    """:func:`main` with user errors as one ``error:`` line (exit 1): bad
+    paths, options or inputs, a refused output folder, a checkpoint that
+    does not fit the config (a 4K checkpoint for a 1K config), a config
+    that is not valid Python or names an unknown type."""
+    with user_errors_as_exit((UnknownConfigKeyError, WorkDirLockedError)):
+        return main(argv)
+
+
 if __name__ == '__main__':
-    try:
-        sys.exit(main())
-    except (FileNotFoundError, FileExistsError, PermissionError,
-            NotADirectoryError, ValueError, UnknownConfigKeyError) as err:
-        sys.exit(f'error: {err}')
+    sys.exit(cli())

@@ -3,6 +3,9 @@
 #   tools/slurm_train.sh PARTITION JOB_NAME CONFIG [WORK_DIR] [train.py options...]
 # Environment: GPUS (total, default 8), GPUS_PER_NODE (8), CPUS_PER_TASK (5),
 # SRUN_ARGS (extra srun arguments).
+# Runs under bash >= 4.2 with set -u: an empty array is expanded as
+# ${A[@]+"${A[@]}"} (bash < 4.4 reports "${A[@]}" of an empty array as an
+# unbound variable).
 set -euo pipefail
 if [ $# -lt 3 ]; then
     echo "usage: $0 PARTITION JOB_NAME CONFIG [WORK_DIR] [tools/train.py options]" >&2
@@ -34,5 +37,5 @@ srun -p "$PARTITION" \
     --cpus-per-task="$CPUS_PER_TASK" \
     --kill-on-bad-exit=1 \
     $SRUN_ARGS \
-    "$PYTHON" -u "$ROOT/tools/train.py" "$CONFIG" "${WORK_DIR_ARGS[@]}" \
-    --launcher slurm "$@"
+    "$PYTHON" -u "$ROOT/tools/train.py" "$CONFIG" \
+    ${WORK_DIR_ARGS[@]+"${WORK_DIR_ARGS[@]}"} --launcher slurm "$@"

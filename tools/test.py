@@ -10,7 +10,9 @@ Usage::
 CHECKPOINT may be an official Sapiens2 task ``.safetensors`` file or a ``.pth``
 saved by tools/train.py. Either is loaded strictly: a checkpoint of another
 task or model size fails with the list of mismatching keys. The metrics are
-printed and written to ``<work dir>/test_metrics.json``. What this script
+printed and written to ``<work dir>/test_metrics.json``; ``--out`` must be a
+new file, and a dump that fails is reported (exit 1) after the metrics are
+written. What this script
 changes in the config is listed in
 :func:`sapiens2_mm.apis.run_config.prepare_test_config`.
 """
@@ -18,11 +20,12 @@ import argparse
 import json
 import os.path as osp
 import sys
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from sapiens2_mm.apis.run_config import parse_run_args
 
 METRICS_FILE = 'test_metrics.json'
+INTERRUPTED_EXIT_CODE = 130  # 128 + SIGINT, what shells report for Ctrl-C
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -59,10 +62,13 @@ def build_cfg(args: argparse.Namespace):
     drawing folder of ``--show-dir`` is kept as ``args.show_images_dir``."""
     from sapiens2_mm.apis.run_config import load_config, prepare_test_config
     cfg = load_config(args.config, args.cfg_options)
+    notes: List[str] = []
     args.show_images_dir = prepare_test_config(
         cfg, args.checkpoint, work_dir=args.work_dir, launcher=args.launcher,
         out=args.out, show_dir=args.show_dir, tta=args.tta,
-        compiled=args.compile, dtype=args.dtype)
+        compiled=args.compile, dtype=args.dtype, notes=notes)
+    for note in notes:
+        print(f'note: {note}', file=sys.stderr)
     return cfg
 
 
@@ -80,6 +86,7 @@ def main(argv: Optional[List[str]] = None) -> dict:
     from sapiens2_mm.utils import register_all_modules
     from sapiens2_mm.utils.cfg_options import UnknownConfigKeyError
     from sapiens2_mm.utils.checkpoint import CheckpointMismatchError
+    from sapiens2_mm.utils.cli_errors import unknown_type_message
     register_all_modules(init_default_scope=False)
     try:
         cfg = build_cfg(args)
@@ -89,12 +96,22 @@ def main(argv: Optional[List[str]] = None) -> dict:
     try:
         runner = build_runner(cfg)
         metrics = runner.test()
+        dump_errors = failed_dumps(runner)
         wait_for_all_ranks()
         main_process = is_main_process()  # before the group is destroyed
+    except KeyboardInterrupt:
+        # Ctrl-C: a test keeps no partial results, so there is nothing to
+        # save; say so instead of a traceback, exit as shells expect
+        print(f'\nTest interrupted before its metrics were computed; '
+              f'nothing was written to {osp.join(cfg.work_dir, METRICS_FILE)}'
+              '. Run the same command again to test.', file=sys.stderr)
+        sys.exit(INTERRUPTED_EXIT_CODE)
     except Exception as err:
         if isinstance(err, CheckpointMismatchError) or (
                 isinstance(err, ValueError) and args.checkpoint in str(err)):
             sys.exit(f'error: {err}')
+        if unknown_type_message(err):
+            sys.exit(f'error: {unknown_type_message(err)} ({args.config})')
         raise
     finally:
         cleanup_distributed()
@@ -108,7 +125,22 @@ def main(argv: Optional[List[str]] = None) -> dict:
         print(f'Metrics written to {path}')
         if getattr(args, 'show_images_dir', None):
             print(f'Visualizations written to {args.show_images_dir}')
+        if dump_errors:
+            sys.exit('error: ' + '; '.join(
+                f'the predictions could not be written to {out} ({why})'
+                for out, why in dump_errors) + f'. The metrics were written '
+                f'to {path}.')
     return metrics
+
+
+def failed_dumps(runner) -> List[Tuple[str, str]]:
+    """``(path, reason)`` of every ``--out`` dump that failed: the dump
+    keeps its error (``AtomicDumpResults``) so the metrics are written
+    first."""
+    evaluator = getattr(runner.test_loop, 'evaluator', None)
+    return [(m.out_file_path, m.error)
+            for m in getattr(evaluator, 'metrics', [])
+            if getattr(m, 'error', None)]
 
 
 if __name__ == '__main__':

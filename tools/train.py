@@ -13,13 +13,20 @@ mmengine's FlexibleRunner. What this script changes in the config is listed
 in :func:`sapiens2_mm.apis.run_config.prepare_train_config`.
 """
 import argparse
+import os
+import os.path as osp
+import re
 import shlex
 import sys
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from sapiens2_mm.apis.run_config import parse_run_args
 
 INTERRUPTED_EXIT_CODE = 130  # 128 + SIGINT, what shells report for Ctrl-C
+TERMINATED_EXIT_CODE = 143  # 128 + SIGTERM (scancel, time limit, pre-emption)
+TOOLS = osp.dirname(osp.abspath(__file__))
+# options of a launched process that its launcher script adds itself
+_LAUNCHER_OPTIONS = ('--launcher', '--local-rank', '--local_rank')
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -58,38 +65,86 @@ def build_cfg(args: argparse.Namespace, notes: Optional[List[str]] = None):
         notes=notes)
 
 
-def resume_command(argv: List[str], work_dir: str) -> str:
+def _script(name: str) -> str:
+    """tools/<name> as the user's shell reaches it from here."""
+    return osp.relpath(osp.join(TOOLS, name))
+
+
+def _per_node(env: Dict[str, str]) -> str:
+    """Tasks per node of a Slurm job ('8' of '8(x2)')."""
+    value = env.get('SLURM_NTASKS_PER_NODE') or env.get(
+        'SLURM_TASKS_PER_NODE') or env.get('LOCAL_WORLD_SIZE', '8')
+    found = re.match(r'\d+', value)
+    return found.group(0) if found else '8'
+
+
+def resume_command(argv: List[str], work_dir: str, launcher: str = 'none',
+                   env: Optional[Dict[str, str]] = None) -> str:
     """The command line that resumes this run: the same arguments, the
-    resolved work dir and ``--resume`` (auto)."""
+    resolved work dir and ``--resume`` (auto), in the form that started it:
+    ``python tools/train.py`` alone, ``tools/dist_train.sh CONFIG GPUS`` for
+    ``--launcher pytorch`` (with NNODES / NODE_RANK / MASTER_ADDR / PORT on
+    several nodes) or ``tools/slurm_train.sh PARTITION JOB CONFIG`` for
+    ``--launcher slurm`` (GPUS / GPUS_PER_NODE from the job).
+
+    Args:
+        argv: this process's arguments (tools/train.py's).
+        work_dir: the run's work dir.
+        launcher: ``--launcher`` of this run.
+        env: the environment to read the launch from (default: os.environ).
+    """
+    env = os.environ if env is None else env
     rest, skip = [], 0
     for i, token in enumerate(argv):
         if skip:
             skip -= 1
             continue
-        if token in ('--work-dir', '--resume'):
+        if token in ('--work-dir', '--resume') + _LAUNCHER_OPTIONS:
             follows = argv[i + 1] if i + 1 < len(argv) else ''
-            if token == '--work-dir' or (follows and not follows.startswith(
-                    '-') and (follows == 'auto' or follows.endswith('.pth'))):
+            if token != '--resume' or (follows and not follows.startswith(
+                    '-') and (follows == 'auto' or follows.endswith('.pth')
+                              or osp.isdir(follows))):
                 skip = 1
             continue
-        if token.startswith(('--work-dir=', '--resume=')):
+        if token.startswith(tuple(f'{t}=' for t in (
+                '--work-dir', '--resume') + _LAUNCHER_OPTIONS)):
             continue
         rest.append(token)
-    return shlex.join(['python', 'tools/train.py', *rest, '--work-dir',
-                       work_dir, '--resume'])
+    tail = ['--work-dir', work_dir, '--resume']
+    if launcher == 'pytorch':
+        nodes = int(env.get('GROUP_WORLD_SIZE', '1'))
+        command = shlex.join([_script('dist_train.sh'), rest[0],
+                              env.get('LOCAL_WORLD_SIZE', '1'), *rest[1:],
+                              *tail])
+        if nodes > 1:
+            command = (f'NNODES={nodes} NODE_RANK=0 MASTER_ADDR='
+                       f'{env.get("MASTER_ADDR", "HOST")} PORT='
+                       f'{env.get("MASTER_PORT", "29500")} {command}  '
+                       f'# on each node, NODE_RANK 0..{nodes - 1}')
+        return command
+    if launcher == 'slurm':
+        return (f'GPUS={env.get("SLURM_NTASKS", "8")} GPUS_PER_NODE='
+                f'{_per_node(env)} ' + shlex.join([
+                    _script('slurm_train.sh'),
+                    env.get('SLURM_JOB_PARTITION', 'PARTITION'),
+                    env.get('SLURM_JOB_NAME', 'JOB'), *rest, *tail]))
+    return shlex.join(['python', _script('train.py'), *rest, *tail])
 
 
-def interrupted_message(work_dir: str, argv: List[str], at_iter) -> str:
+def interrupted_message(work_dir: str, argv: List[str], at_iter,
+                        launcher: str = 'none',
+                        signal_name: Optional[str] = None) -> str:
     """Where the last complete checkpoint is and how to resume from it."""
     from sapiens2_mm.utils.work_dir import find_resume_checkpoint
     found, _ = find_resume_checkpoint(work_dir)
     where = f' at iteration {at_iter}' if at_iter is not None else ''
+    what = ('Training stopped by SIGTERM' if signal_name == 'SIGTERM' else
+            'Training interrupted')
     if found is None:
-        return (f'Training interrupted{where}. No complete checkpoint was '
-                f'saved in {work_dir} yet; run the same command again to '
-                'start over.')
-    return (f'Training interrupted{where}. Last complete checkpoint: {found}'
-            f'\nResume with:\n  {resume_command(argv, work_dir)}')
+        return (f'{what}{where}. No complete checkpoint was saved in '
+                f'{work_dir} yet; run the same command again to start over.')
+    return (f'{what}{where}. Last complete checkpoint: {found}\nResume with:'
+            f'\n  {resume_command(argv, work_dir, launcher)}')
 
 
 def main(argv: Optional[List[str]] = None):
@@ -107,6 +162,7 @@ def main(argv: Optional[List[str]] = None):
     from sapiens2_mm.utils import register_all_modules
     from sapiens2_mm.utils.cfg_options import UnknownConfigKeyError
     from sapiens2_mm.utils.checkpoint import CheckpointMismatchError
+    from sapiens2_mm.utils.cli_errors import unknown_type_message
     from sapiens2_mm.utils.train_lock import WorkDirLock, WorkDirLockedError
     register_all_modules(init_default_scope=False)
     notes: List[str] = []
@@ -136,14 +192,21 @@ def main(argv: Optional[List[str]] = None):
         if isinstance(err, SyntaxError) and not interrupt.seen:
             raise
         at_iter = getattr(getattr(runner, '_train_loop', None), 'iter', None)
-        print('\n' + interrupted_message(cfg.work_dir, argv, at_iter),
-              file=sys.stderr)
-        sys.exit(INTERRUPTED_EXIT_CODE)
+        if global_rank() == 0:
+            print('\n' + interrupted_message(
+                cfg.work_dir, argv, at_iter, args.launcher, interrupt.signal),
+                file=sys.stderr)
+        sys.exit(TERMINATED_EXIT_CODE if interrupt.signal == 'SIGTERM'
+                 else INTERRUPTED_EXIT_CODE)
     except (CheckpointMismatchError, RunConfigError) as err:
         sys.exit(f'error: {err}')
     except ValueError as err:
         if 'Could not read checkpoint' in str(err):
             sys.exit(f'error: {err}')
+        raise
+    except KeyError as err:  # a misspelled type= in the config
+        if unknown_type_message(err):
+            sys.exit(f'error: {unknown_type_message(err)} ({args.config})')
         raise
     finally:
         lock.release()

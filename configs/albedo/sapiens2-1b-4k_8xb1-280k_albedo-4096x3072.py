@@ -1,13 +1,19 @@
 # Sapiens2-1B-4K albedo at 4096x3072 with 2048x1536 outputs, fine-tuned from
 # the official 4K pretrain file (no official 4K task model exists; docs/4k.md).
-# Schedule: the 1b 1K recipe (bf16 autocast; AdamW 5e-4, layer decay 0.9, clip
-# 4, 500 warmup + linear decay over 40k optimizer steps of 56 images) with 1
-# image per GPU (from the memory estimate, docs/4k.md) and 7 gradient
-# accumulation steps (8 x 1 x 7 = the 1K global batch), so loader iterations =
-# 7 x the optimizer steps. Batch rule (docs/4k.md): the official 1K per-GPU
-# batch x the estimated 4K / 1K capacity (albedo 7 x 3 / 10 = 2.1), then the
-# largest divisor of the 1K batch, so the global batch and lr stay.
+# Schedule: the 1b 1K recipe (AdamW 5e-4, layer decay 0.9, clip 4, 500 warmup
+# + linear decay over 40k optimizer steps of 56 images), FSDP with bf16
+# parameters and autocast (configs/_base_/strategies/fsdp_bf16.py) and
+# activation checkpointing, with 1 image per GPU and 7 gradient accumulation
+# steps (8 x 1 x 7 = the 1K global batch), so loader iterations = 7 x the
+# optimizer steps: 7 images per GPU do not fit (the estimate's largest batch
+# is 6), and 1 is the only smaller divisor of 7.
+# Batch rule (docs/4k.md): the largest divisor of the official 1K per-GPU
+# batch that the memory estimate fits on an 80 GB GPU under FSDP with
+# checkpointing; gradient accumulation makes up the rest of the 1K global
+# batch, so the global batch, lr and number of optimizer steps are the 1K
+# recipe's.
 #   python tools/analysis_tools/estimate_memory.py THIS_CONFIG
+#   tools/dist_train.sh THIS_CONFIG 8
 # Backbone: sapiens2_1b with the windowed tokenizer (use_tokenizer=True): 16-px
 # patches pooled per 4x4 window, stride 64, a 64x48 feature map.
 # Head: the 1K decoder (768, 512, 256, 128) (4 pixel-shuffle stages, x16) plus
@@ -22,6 +28,7 @@ _base_ = [
     './_base_/sapiens2-albedo.py',
     '../_base_/datasets/albedo-4096x3072.py',
     '../_base_/schedules/dense_adamw-poly-40k.py',
+    '../_base_/strategies/fsdp_bf16.py',
 ]
 height, width = 4096, 3072
 accumulation = 7

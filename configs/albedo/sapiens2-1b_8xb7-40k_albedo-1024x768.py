@@ -1,10 +1,13 @@
 # Sapiens2-1b albedo, 8 GPUs x 7, 40k iterations at
-# 1024x768: the official recipe (FSDP bf16; here bf16 autocast).
+# 1024x768: the official recipe: FSDP
+# (configs/_base_/strategies/fsdp_bf16.py) with bf16 parameters and bf16
+# autocast, activation checkpointing. tools/dist_train.sh THIS_CONFIG 8
 _base_ = [
     '../_base_/default_runtime.py',
     './_base_/sapiens2-albedo.py',
     '../_base_/datasets/albedo-1024x768.py',
     '../_base_/schedules/dense_adamw-poly-40k.py',
+    '../_base_/strategies/fsdp_bf16.py',
 ]
 pretrained = 'checkpoints/sapiens2_1b_pretrain.safetensors'
 model = dict(

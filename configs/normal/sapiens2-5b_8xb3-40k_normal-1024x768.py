@@ -1,10 +1,13 @@
 # Sapiens2-5b surface normals, 8 GPUs x 3, 40k iterations at
-# 1024x768: the official recipe (FSDP bf16; here bf16 autocast).
+# 1024x768: the official recipe: FSDP
+# (configs/_base_/strategies/fsdp_bf16.py) with bf16 parameters and bf16
+# autocast, activation checkpointing. tools/dist_train.sh THIS_CONFIG 8
 _base_ = [
     '../_base_/default_runtime.py',
     './_base_/sapiens2-normal.py',
     '../_base_/datasets/normal-1024x768.py',
     '../_base_/schedules/dense_adamw-poly-40k.py',
+    '../_base_/strategies/fsdp_bf16.py',
 ]
 pretrained = 'checkpoints/sapiens2_5b_pretrain.safetensors'
 model = dict(
@@ -23,3 +26,8 @@ optim_wrapper = dict(
 train_dataloader = dict(batch_size=3)
 # The official global batch is 8 x 3; lr is not rescaled automatically.
 auto_scale_lr = dict(enable=False, base_batch_size=24)
+# Sharded checkpoints: each rank writes and reads its own shards (a 'full'
+# checkpoint gathers about 61 GB on rank 0 and every rank reads it back on
+# resume). For tools/test.py or the converters, consolidate first:
+# tools/model_converters/consolidate_sharded_checkpoint.py (docs/large_models.md).
+strategy = dict(state_dict_cfg='sharded')

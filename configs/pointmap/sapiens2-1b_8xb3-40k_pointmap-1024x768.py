@@ -1,10 +1,13 @@
 # Sapiens2-1b pointmaps (+ metric scale), 8 GPUs x 3, 40k iterations at
-# 1024x768: the official recipe (FSDP fp32).
+# 1024x768: the official recipe: FSDP
+# (configs/_base_/strategies/fsdp_fp32.py) in fp32, activation checkpointing.
+# tools/dist_train.sh THIS_CONFIG 8
 _base_ = [
     '../_base_/default_runtime.py',
     './_base_/sapiens2-pointmap.py',
     '../_base_/datasets/pointmap-1024x768.py',
     '../_base_/schedules/dense_adamw-poly-40k.py',
+    '../_base_/strategies/fsdp_fp32.py',
 ]
 pretrained = 'checkpoints/sapiens2_1b_pretrain.safetensors'
 model = dict(

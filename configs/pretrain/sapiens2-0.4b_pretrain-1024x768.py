@@ -5,7 +5,10 @@ _base_ = [
     './_base_/sapiens2-pretrain.py',
     '../_base_/datasets/pretrain_image_folder-1024x768.py',
     '../_base_/schedules/pretrain_adamw-cosine.py',
+    '../_base_/strategies/fsdp_bf16.py',
 ]
+# FSDP (FlexibleRunner): one unit per Sapiens2 block, bf16 parameters. The EMA
+# teacher is a frozen copy inside the wrapped model and is sharded with it.
 model = dict(
     backbone=dict(arch='sapiens2_0.4b'),
     neck=dict(in_channels=1024),

@@ -14,3 +14,7 @@ model = dict(
     neck=dict(in_channels=1536),
     dino_head=dict(in_channels=1536))
 optim_wrapper = dict(paramwise_cfg=dict(num_layers=40))
+# 16 images per GPU (32 leave under 1 GB of an 80 GB GPU by the estimate:
+# python tools/analysis_tools/estimate_memory.py THIS_CONFIG); the global
+# batch of 1024 the schedule's lr is set for is 64 GPUs x 16.
+train_dataloader = dict(batch_size=16)

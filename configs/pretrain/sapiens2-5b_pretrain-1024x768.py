@@ -14,3 +14,12 @@ model = dict(
     neck=dict(in_channels=2432),
     dino_head=dict(in_channels=2432))
 optim_wrapper = dict(paramwise_cfg=dict(num_layers=56))
+# 16 images per GPU (32 do not fit an 80 GB GPU: python
+# tools/analysis_tools/estimate_memory.py THIS_CONFIG); the global batch of
+# 1024 the schedule's lr is set for is 64 GPUs x 16.
+train_dataloader = dict(batch_size=16)
+# Sharded checkpoints: each rank writes and reads its own shards (a 'full'
+# checkpoint gathers about 61 GB on rank 0 and every rank reads it back on
+# resume). For tools/test.py or the converters, consolidate first:
+# tools/model_converters/consolidate_sharded_checkpoint.py (docs/large_models.md).
+strategy = dict(state_dict_cfg='sharded')

@@ -1,10 +1,13 @@
 # Sapiens2-1b body-part segmentation (29 classes), 8 GPUs x 8, 20k
-# iterations at 1024x768: the official recipe (FSDP bf16; here bf16 autocast).
+# iterations at 1024x768: the official recipe: FSDP
+# (configs/_base_/strategies/fsdp_bf16.py) with bf16 parameters and bf16
+# autocast, activation checkpointing. tools/dist_train.sh THIS_CONFIG 8
 _base_ = [
     '../_base_/default_runtime.py',
     './_base_/sapiens2-seg29.py',
     '../_base_/datasets/seg29-1024x768.py',
     '../_base_/schedules/seg_adamw-poly-20k.py',
+    '../_base_/strategies/fsdp_bf16.py',
 ]
 pretrained = 'checkpoints/sapiens2_1b_pretrain.safetensors'
 model = dict(

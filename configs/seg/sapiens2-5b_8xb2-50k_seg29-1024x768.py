@@ -1,10 +1,13 @@
 # Sapiens2-5b body-part segmentation (29 classes), 8 GPUs x 2, 50k
-# iterations at 1024x768: the official recipe (FSDP bf16; here bf16 autocast).
+# iterations at 1024x768: the official recipe: FSDP
+# (configs/_base_/strategies/fsdp_bf16.py) with bf16 parameters and bf16
+# autocast, activation checkpointing. tools/dist_train.sh THIS_CONFIG 8
 _base_ = [
     '../_base_/default_runtime.py',
     './_base_/sapiens2-seg29.py',
     '../_base_/datasets/seg29-1024x768.py',
     '../_base_/schedules/seg_adamw-poly-50k.py',
+    '../_base_/strategies/fsdp_bf16.py',
 ]
 pretrained = 'checkpoints/sapiens2_5b_pretrain.safetensors'
 model = dict(
@@ -21,3 +24,8 @@ train_cfg = dict(val_interval=10000)
 default_hooks = dict(checkpoint=dict(interval=2000))
 # The official global batch is 8 x 2; lr is not rescaled automatically.
 auto_scale_lr = dict(enable=False, base_batch_size=16)
+# Sharded checkpoints: each rank writes and reads its own shards (a 'full'
+# checkpoint gathers about 61 GB on rank 0 and every rank reads it back on
+# resume). For tools/test.py or the converters, consolidate first:
+# tools/model_converters/consolidate_sharded_checkpoint.py (docs/large_models.md).
+strategy = dict(state_dict_cfg='sharded')

@@ -20,9 +20,12 @@ pointmap ``.ply``; the saved arrays stay unmasked. Two sources here:
   name without extension, sub-folders kept), the first file found of
   ``<stem>.npy`` (boolean, or any array: non-zero = foreground),
   ``<stem>_seg.npy`` (class labels of the seg task, 0 = background), the
-  photo's own file name or ``<stem>.png`` / ``<stem>_fg.png`` (an image:
-  first channel > 0). A frame without a mask is counted and uses the whole
-  frame; a mask of another size than its photo is an error for that frame.
+  photo's own file name or ``<stem>.png`` / ``<stem>_fg.png`` (an image,
+  :func:`read_mask_image`). The photo itself is never taken as its mask
+  (``--seg-dir`` = the input folder). A frame without a mask is counted and
+  uses the whole frame; a mask of another size than its photo is an error for
+  that frame; a mask covering 0 % or 100 % of its photo (usually a format
+  read the wrong way) is warned about and listed.
 * :class:`SegModelMasks`: our own seg model run on the same decoded frames
   (labels > 0 = foreground).
 """
@@ -67,10 +70,39 @@ def read_mask_file(path: str) -> np.ndarray:
             raise ValueError(f'mask {path}: expected an (H, W) array, got '
                              f'shape {data.shape}.')
         return data > 0 if data.dtype != bool else data
+    return read_mask_image(path)
+
+
+def read_mask_image(path: str) -> np.ndarray:
+    """(H, W) bool foreground of a mask image.
+
+    * a palette image (VOC-style PNG): palette index > 0, whatever its color
+      (index 1 is (128, 0, 0), which OpenCV would expand to a dark red);
+    * one channel (grey, 8 or 16 bit): value > 0;
+    * color: any of the three color channels > 0 (a red, green, white ...
+      mask; the channel order does not matter), and where there is an alpha
+      channel also alpha > 0 (a cut-out's transparent part is background).
+
+    Raises:
+        ValueError: not a readable image.
+    """
+    from PIL import Image
+    try:
+        with Image.open(path) as image:
+            if image.mode in ('P', 'PA'):
+                # the indices, not the colors OpenCV would expand them to
+                return np.asarray(image.getchannel(0)) > 0
+    except (OSError, ValueError):
+        pass  # formats PIL cannot open: OpenCV below
     image = cv2.imread(path, cv2.IMREAD_UNCHANGED)
     if image is None:
         raise ValueError(f'mask {path}: not a readable image.')
-    return (image[..., 0] if image.ndim == 3 else image) > 0
+    if image.ndim == 2:
+        return image > 0
+    mask = (image[..., :3] > 0).any(-1)
+    if image.shape[-1] == 4:
+        mask &= image[..., 3] > 0
+    return mask
 
 
 def check_mask_size(mask: np.ndarray, frame: Frame, where: str) -> np.ndarray:
@@ -125,16 +157,21 @@ class SegDirMasks:
     def __init__(self, seg_dir: str) -> None:
         self.seg_dir = check_seg_dir(seg_dir)
         self.missing: Dict[str, None] = {}
+        self.degenerate: Dict[str, str] = {}
         self._lock = threading.Lock()
 
     def find(self, frame: Frame) -> Optional[str]:
-        """The mask file of ``frame``, or None."""
+        """The mask file of ``frame``, or None (never the photo itself:
+        ``--seg-dir`` may be the input folder with masks beside the
+        photos)."""
         stems = [frame.stem, osp.splitext(frame.name)[0]]
         for pattern in MASK_PATTERNS:
             for stem in dict.fromkeys(stems):
                 path = osp.join(self.seg_dir, pattern.format(
                     stem=stem, name=frame.name))
-                if osp.isfile(path):
+                if osp.isfile(path) and not (
+                        frame.source and osp.isfile(frame.source)
+                        and osp.samefile(path, frame.source)):
                     return path
         return None
 
@@ -151,8 +188,23 @@ class SegDirMasks:
                 self._record_missing(frame.name)
                 out.append(None)
                 continue
-            out.append(check_mask_size(read_mask_file(path), frame, path))
+            mask = check_mask_size(read_mask_file(path), frame, path)
+            if not mask.any() or mask.all():
+                self._record_degenerate(frame.name, path, mask.any())
+            out.append(mask)
         return out
+
+    def _record_degenerate(self, name: str, path: str, full: bool) -> None:
+        with self._lock:
+            if name in self.degenerate:
+                return
+            self.degenerate[name] = '100 %' if full else '0 %'
+            count = len(self.degenerate)
+        if count <= MAX_MISSING_LOGGED:
+            print_log(f'The foreground mask {path} of {name} covers '
+                      f'{self.degenerate[name]} of the photo; check its '
+                      'format (docs/inference.md, "Foreground masks").',
+                      logger='current', level=30)
 
     def _record_missing(self, name: str) -> None:
         with self._lock:
@@ -167,13 +219,25 @@ class SegDirMasks:
 
     def report(self) -> List[str]:
         """Summary lines for the end of a run."""
-        if not self.missing:
-            return [f'foreground masks: from {self.seg_dir}']
-        names = list(self.missing)
-        more = f' (+{len(names) - 5} more)' if len(names) > 5 else ''
-        return [f'foreground masks: from {self.seg_dir}; {len(names)} '
-                'frame(s) had none and used the whole frame: '
-                f'{", ".join(names[:5])}{more}']
+        lines = [f'foreground masks: from {self.seg_dir}']
+        if self.missing:
+            names = list(self.missing)
+            lines[0] += (f'; {len(names)} frame(s) had none and used the '
+                         f'whole frame: {_first_names(names)}')
+        if self.degenerate:
+            lines.append(
+                f'WARNING: {len(self.degenerate)} frame(s) had a mask '
+                'covering 0 % or 100 % of the photo: ' + _first_names(
+                    [f'{n} ({c})' for n, c in self.degenerate.items()])
+                + '; check the mask format (docs/inference.md, "Foreground '
+                'masks")')
+        return lines
+
+
+def _first_names(names: List[str], count: int = 5) -> str:
+    """The first ``count`` of ``names``, joined, and how many more."""
+    more = f' (+{len(names) - count} more)' if len(names) > count else ''
+    return ', '.join(names[:count]) + more
 
 
 class SegModelMasks:
@@ -221,6 +285,30 @@ def foreground_source(seg_dir: Optional[str] = None, fg_seg=None,
             f'checkpoint) pair; got a {getattr(fg_seg, "task", None)!r} '
             'model.')
     return SegModelMasks(SegInferencer(fg_seg, batch_size=batch_size))
+
+
+def check_letterbox_size(frame: Frame, input_size: Optional[Sequence[int]],
+                         minimum: int = 2) -> None:
+    """Refuse a photo too thin to letterbox: scaled by ``r = min(H / h,
+    W / w)`` into the (H, W) network input it would be ``int(h r) x int(w
+    r)`` pixels, and the post-processing (blur, resize back) needs at least
+    ``minimum`` in each direction (a 1x500 photo is 0 or 1 pixel high).
+
+    Raises:
+        ValueError: naming the photo's and the letterboxed size.
+    """
+    if not input_size:
+        return
+    h, w = frame.image.shape[:2]
+    net_h, net_w = input_size
+    r = min(net_h / h, net_w / w)
+    inner_h, inner_w = int(h * r), int(w * r)
+    if min(inner_h, inner_w) < minimum:
+        raise ValueError(
+            f'the photo is {h}x{w} pixels; letterboxed into the {net_h}x'
+            f'{net_w} network input it is {inner_h}x{inner_w}, thinner than '
+            f'{minimum} pixels: an aspect ratio this extreme cannot be '
+            'processed (crop the photo).')
 
 
 def _hwc(sample, name: str) -> Optional[np.ndarray]:
@@ -279,6 +367,7 @@ class DenseInferencer(BaseInferencer):
             self.batch_size)
 
     def prepare(self, frame: Frame) -> Tuple[None, list]:
+        check_letterbox_size(frame, self.model.dataset_meta.get('input_size'))
         return None, [(frame, self.pack(frame))]
 
     def forward(self, items: list) -> list:

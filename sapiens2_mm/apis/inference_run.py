@@ -13,7 +13,8 @@ What is guaranteed (docs/inference.md, "What is guaranteed"):
   (Ctrl-C, a crash, a full disk) keeps them and the same command run again
   skips them;
 * a frame that fails (in the model, the writer or the drawing) is skipped,
-  counted and listed, and the run goes on;
+  counted and listed, and the run goes on; a full disk stops the run
+  (:attr:`RunSummary.stopped`), since every later frame would fail too;
 * unreadable inputs are skipped and listed; damaged ones (truncated JPEG)
   are processed, counted and listed as warnings.
 
@@ -37,24 +38,18 @@ import os.path as osp
 import re
 from contextlib import closing
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..runtime.devices import check_device
-from .inputs import Frame, FrameReader
+from ..utils.output_paths import is_disk_full
+from ..utils.train_lock import INFERENCE_LOCK, WorkDirLock
+from .inputs import Frame, FrameReader, file_identity
 from .runner import default_workers, render_frames
 from .tasks import get_task
 from .writers import FrameSink, OutputLayout
 
 INDEX_NAME = 'inference_index.jsonl'
 FORMAT = 'sapiens2_mm inference index v1'
-
-
-def file_identity(path: Optional[str]) -> Optional[list]:
-    """[size, modification time in ns] of a file, ``None`` if absent."""
-    if not path or not osp.isfile(path):
-        return None
-    stat = os.stat(path)
-    return [stat.st_size, stat.st_mtime_ns]
 
 
 def _describe(record: dict) -> str:
@@ -76,6 +71,7 @@ class InferenceIndex:
     """
 
     def __init__(self, out_dir: str, header: dict) -> None:
+        self.out_dir = out_dir
         self.path = osp.join(out_dir, INDEX_NAME)
         self.header = dict(header, format=FORMAT)
         self.done: Dict[str, dict] = {}
@@ -83,6 +79,10 @@ class InferenceIndex:
         if osp.exists(self.path):
             self._load(out_dir)
             self._file = open(self.path, 'a')
+            if not _ends_with_newline(self.path):
+                # a line cut short (a crash, a full disk): the next line
+                # starts on its own, not glued to it
+                self._file.write('\n')
         else:
             others = [n for n in os.listdir(out_dir) if not n.startswith('.')]
             if others:
@@ -101,12 +101,21 @@ class InferenceIndex:
         try:
             old = json.loads(lines[0]) if lines else {}
         except json.JSONDecodeError:
-            old = {}
+            old = None
+        has_work = any(line.strip() for line in lines[1:])
+        if has_work and not (isinstance(old, dict)
+                             and old.get('format') == FORMAT):
+            raise FileExistsError(
+                f'{self.path}: line 1 is not a readable index header '
+                f'({lines[0][:60]!r}); the index is damaged, so the settings '
+                'its finished frames were made with are unknown. Pass a new '
+                '--output folder (or move the index away to redo every '
+                'frame here).')
+        old = old if isinstance(old, dict) else {}
         # keys of either header: an option given then and left out now (its
         # default) differs too
         differ = sorted(k for k in set(self.header) | set(old)
                         if old.get(k) != self.header.get(k))
-        has_work = any(line.strip() for line in lines[1:])
         if differ and not has_work:
             # nothing was finished under the old settings: start afresh
             with open(self.path, 'w') as f:
@@ -136,17 +145,24 @@ class InferenceIndex:
 
     def add(self, record: dict) -> None:
         """Record a finished frame (``record['name']``) on disk now."""
-        self.done[record['name']] = record
         self._write(record)
+        self.done[record['name']] = record
 
-    def add_video_done(self, name: str, source: str = '') -> None:
+    def add_video_done(self, name: str, source: str = '',
+                       outputs: Sequence[str] = (),
+                       no_vis: bool = False) -> None:
         """Record that every frame of video ``name`` (the file ``source``)
-        was processed."""
+        was processed; ``outputs``: its drawing (relative path), ``no_vis``:
+        done without one."""
         record = {'video_done': name}
         if source:
             record.update(source=source, source_file=file_identity(source))
-        self.video_records[name] = record
+        if outputs:
+            record['outputs'] = list(outputs)
+        if no_vis:
+            record['no_vis'] = True
         self._write(record)
+        self.video_records[name] = record
 
     def check_sources(self, photos: Mapping[str, str],
                       videos: Mapping[str, tuple]) -> None:
@@ -192,14 +208,74 @@ class InferenceIndex:
                 'folder (or the earlier inputs, unchanged, to continue that '
                 'run).')
 
+    def to_redo(self, drawings: bool) -> Dict[str, str]:
+        """Finished photos and videos a re-run does again, with the reason:
+        an output listed in their line is gone (deleted since), or
+        ``drawings`` are wanted and they were finished under ``--no-vis``.
+        A video is redone as a whole (its frames are not skipped one by
+        one), when its drawing or any of its frames' outputs is missing.
+
+        Returns:
+            photo or video name -> why.
+        """
+        redo: Dict[str, str] = {}
+
+        def check(name: str, record: dict, missing: List[str]) -> None:
+            missing += [p for p in record.get('outputs') or () if not
+                        osp.exists(osp.join(self.out_dir, *p.split('/')))]
+            if missing:
+                redo[name] = 'outputs missing: ' + ', '.join(missing[:3]) + (
+                    ' ...' if len(missing) > 3 else '')
+            elif drawings and record.get('no_vis'):
+                redo[name] = 'done with --no-vis, drawn now'
+
+        videos = {r.get('source') for r in self.video_records.values()}
+        frames_of: Dict[str, List[str]] = {}
+        for name, record in self.done.items():
+            if record.get('source') and record['source'] in videos:
+                frames_of.setdefault(record['source'], []).append(name)
+            else:
+                check(name, record, [])
+        for name, record in self.video_records.items():
+            missing = [p for frame in frames_of.get(record.get('source'), ())
+                       for p in self.done[frame].get('outputs') or ()
+                       if not osp.exists(osp.join(self.out_dir,
+                                                  *p.split('/')))]
+            check(name, record, missing)
+        return redo
+
+    def listed_outputs(self) -> Dict[str, str]:
+        """Output path (relative to the folder) -> the frame or video name
+        whose finished line lists it."""
+        listed = {}
+        for name, record in list(self.done.items()) + list(
+                self.video_records.items()):
+            for path in record.get('outputs') or ():
+                listed[path] = name
+        return listed
+
     def records(self) -> List[dict]:
         """Finished frames, in the order they were first finished."""
         return list(self.done.values())
 
     def close(self) -> None:
-        """Close the file (every line is already on disk)."""
+        """Close the file (every line is already on disk, but for one a full
+        disk cut short: that frame is redone by the next run)."""
         if not self._file.closed:
-            self._file.close()
+            try:
+                self._file.close()
+            except OSError:
+                pass
+
+
+def _ends_with_newline(path: str) -> bool:
+    """Whether the file is empty or its last byte is a newline."""
+    with open(path, 'rb') as f:
+        f.seek(0, os.SEEK_END)
+        if f.tell() == 0:
+            return True
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) == b'\n'
 
 
 RANDOM_WEIGHTS_WARNING = (
@@ -218,7 +294,12 @@ class RunSummary:
         failed: ``(frame name, reason)`` of frames that raised.
         skipped: ``(path, reason)`` of unreadable inputs.
         warnings: ``(path, reason)`` of damaged inputs that were processed.
+        redone: ``(name, reason)`` of inputs an earlier run finished that
+            this run did again (outputs deleted since, or drawings asked
+            for after ``--no-vis``).
         interrupted: the run was stopped (Ctrl-C) before the end.
+        stopped: why the run stopped early on its own (the disk is full),
+            else None.
         lines: the task writer's and box source's report lines.
     """
     processed: int = 0
@@ -226,7 +307,9 @@ class RunSummary:
     failed: List[Tuple[str, str]] = field(default_factory=list)
     skipped: List[Tuple[str, str]] = field(default_factory=list)
     warnings: List[Tuple[str, str]] = field(default_factory=list)
+    redone: List[Tuple[str, str]] = field(default_factory=list)
     interrupted: bool = False
+    stopped: Optional[str] = None
     lines: List[str] = field(default_factory=list)
 
 
@@ -269,6 +352,8 @@ def run_inference(task: str, config: str, inputs, output: str,
         ValueError / FileNotFoundError / FileExistsError / PermissionError /
         NotADirectoryError: bad options, inputs or output folder, before any
         frame is processed.
+        WorkDirLockedError: another run is writing into ``output``
+            (``<output>/.inference.lock``).
     """
     from .init_model import init_model
     spec = get_task(task)
@@ -297,11 +382,26 @@ def run_inference(task: str, config: str, inputs, output: str,
     if not checkpoint:
         header['weights'] = 'random'
         echo(RANDOM_WEIGHTS_WARNING)
-    index = InferenceIndex(layout.out_dir, header)
+    # one run per folder: two would do frames twice and mix index lines
+    lock = WorkDirLock(layout.out_dir, **INFERENCE_LOCK)
+    note = lock.acquire()
+    if note:
+        echo(note)
     try:
-        index.check_sources(*reader.sources())
-        reader.done = set(index.done)
-        reader.done_videos = set(index.video_records)
+        index = InferenceIndex(layout.out_dir, header)
+    except BaseException:
+        lock.release()
+        raise
+    try:
+        photos, videos = reader.sources()
+        index.check_sources(photos, videos)
+        reader.number_arrays_after(index.done)
+        # a later input never takes the name of an earlier one's output
+        layout.keep_listed(index.listed_outputs())
+        redo = {name: why for name, why in index.to_redo(not no_vis).items()
+                if name in photos or name in videos}
+        reader.done = set(index.done) - set(redo)
+        reader.done_videos = set(index.video_records) - set(redo)
         model = init_model(config, checkpoint, device,
                            cfg_options=cfg_options, compile=compile,
                            dtype=dtype)
@@ -314,8 +414,9 @@ def run_inference(task: str, config: str, inputs, output: str,
         writer = spec.open_writer(layout, model, **options)
     except BaseException:
         index.close()
+        lock.release()
         raise
-    summary = RunSummary()
+    summary = RunSummary(redone=sorted(redo.items()))
     sink = FrameSink(layout)
     meta = model.dataset_meta
     bar = _progress(reader.num_frames())
@@ -325,8 +426,10 @@ def run_inference(task: str, config: str, inputs, output: str,
         summary.failed.append((name, reason))
 
     def finish_video(frame: Frame) -> None:
-        sink.finish_video(frame.video_name)
-        index.add_video_done(frame.video_name, frame.video)
+        path = sink.finish_video(frame.video_name)
+        index.add_video_done(
+            frame.video_name, frame.video,
+            outputs=[layout.relative(path)] if path else (), no_vis=no_vis)
 
     try:
         # Overlapped by default (decoding, crops, heatmap decoding, drawing
@@ -356,16 +459,25 @@ def run_inference(task: str, config: str, inputs, output: str,
                         path = sink.write(item.image, frame, item.encoded)
                         if frame.video_name is None:
                             record['outputs'].append(layout.relative(path))
+                    record.update(name=frame.name, source=frame.source,
+                                  source_file=file_identity(frame.source))
+                    if frame.warning:
+                        record['warning'] = frame.warning
+                    if no_vis and frame.video_name is None:
+                        record['no_vis'] = True  # drawn by a later run
+                    index.add(record)
                 except Exception as err:  # noqa: BLE001 - skip, count, list
+                    if is_disk_full(err):
+                        # every later frame would fail the same way: stop,
+                        # the index keeps what is finished
+                        summary.stopped = (f'disk full while writing '
+                                           f'{frame.name} ({err})')
+                        break
                     fail(frame.name, f'{type(err).__name__}: {err}')
                     continue
-                record.update(name=frame.name, source=frame.source,
-                              source_file=file_identity(frame.source))
-                if frame.warning:
-                    record['warning'] = frame.warning
-                index.add(record)
                 summary.processed += 1
-        if last is not None and last.video_name is not None:
+        if last is not None and last.video_name is not None and \
+                summary.stopped is None:
             finish_video(last)
     except KeyboardInterrupt:
         summary.interrupted = True
@@ -373,9 +485,14 @@ def run_inference(task: str, config: str, inputs, output: str,
         sink.close()
         if hasattr(bar, 'close'):
             bar.close()
-        summary.lines = writer.finalize(index.records())
+        try:
+            summary.lines = writer.finalize(index.records())
+        except OSError as err:  # the index has it all: the next run rebuilds
+            summary.lines = [f'summary files not written ({err}); the next '
+                             'run into this folder writes them']
         summary.lines += spec.run_report(inferencer)
         index.close()
+        lock.release()
         summary.resumed = reader.num_done
         summary.skipped = list(reader.skipped)
         summary.warnings = list(reader.warnings)
@@ -394,6 +511,10 @@ def _echo_summary(summary: RunSummary, trained: bool, output: str,
         echo(f'Interrupted. {summary.processed} frame(s) finished and kept; '
              'run the same command again to continue (finished inputs are '
              'skipped).')
+    if summary.stopped:
+        echo(f'Stopped: {summary.stopped}. {summary.processed} frame(s) '
+             'finished and kept; free some space and run the same command '
+             'again to continue (finished inputs are skipped).')
     echo(f'{summary.processed} frame(s) processed; outputs in {output}')
     if summary.resumed:
         echo(f'{summary.resumed} input(s) finished by an earlier run were '
@@ -403,6 +524,7 @@ def _echo_summary(summary: RunSummary, trained: bool, output: str,
     if not no_vis:
         echo(f'visualizations: {len(sink.written)} file(s)')
     for listed, heading in (
+            (summary.redone, 'redid {} input(s) an earlier run had finished:'),
             (summary.warnings, 'warnings for {} input(s) (processed):'),
             (summary.skipped, 'skipped {} unreadable input(s):'),
             (summary.failed, 'failed {} frame(s) (left out, the others went '

@@ -18,6 +18,7 @@ from mmengine.config import Config
 from torch import nn
 
 from ..registry import MODELS
+from ..runtime.devices import check_device
 from ..utils import (
     detect_task,
     in_config_scope,
@@ -26,6 +27,7 @@ from ..utils import (
     read_checkpoint,
     register_all_modules,
 )
+from ..utils.cli_errors import unknown_type_message
 from .tasks.base import find_task
 
 ConfigType = Union[str, Path, Config]
@@ -44,7 +46,17 @@ def load_config(config: ConfigType) -> Config:
         raise FileNotFoundError(
             f'Config file not found: {path!r}. Pass a file from configs/ '
             '(e.g. configs/pose/sapiens2-1b_8xb7-20k_sapiens308-1024x768.py).')
-    return Config.fromfile(path)
+    try:
+        return Config.fromfile(path)
+    except SyntaxError as err:  # mmengine names neither file nor line
+        raise ValueError(
+            f'Config file {path!r} (or one of its _base_ files) is not valid '
+            f'Python: {err.msg} at line {err.lineno}.') from None
+
+
+def _config_name(config: ConfigType) -> str:
+    return config.filename if isinstance(config, Config) else os.fspath(
+        config)
 
 
 def load_task_checkpoint(model: nn.Module, checkpoint: str,
@@ -102,6 +114,7 @@ def init_model(config: ConfigType,
         meta: keypoint names/colors/skeleton/flip indices for pose;
         ``classes`` / ``palette`` for seg).
     """
+    check_device(str(device))  # 'gpu': our message, not torch's
     cfg = load_config(config)
     if cfg_options:
         from ..utils.cfg_options import apply_cfg_options
@@ -119,8 +132,14 @@ def init_model(config: ConfigType,
             backbone['with_cp'] = False
     spec.prepare_model_config(cfg)
     meta = spec.dataset_meta(cfg)  # before building: config errors first
-    with in_config_scope(cfg):  # stock mmpose / mmseg configs too
-        model = MODELS.build(cfg.model)
+    try:
+        with in_config_scope(cfg):  # stock mmpose / mmseg configs too
+            model = MODELS.build(cfg.model)
+    except KeyError as err:
+        message = unknown_type_message(err)
+        if message is None:
+            raise
+        raise ValueError(f'{message} ({_config_name(config)})') from None
     if checkpoint is not None:
         load_task_checkpoint(model, checkpoint, task)
     model.cfg = cfg

@@ -9,7 +9,9 @@ Every frame has a ``name`` that identifies it in outputs, bbox files and the
 predictions JSON: its path relative to the deepest folder that holds all
 inputs, with ``/`` separators. One folder ``photos/`` gives ``a.jpg``;
 ``cam1/ cam2/`` give ``cam1/0001.jpg`` and ``cam2/0001.jpg``. Video frames are
-``<folder>/<video stem>_<index:06d>.jpg``, arrays ``array_<i:06d>.png``.
+``<folder>/<video stem>_<index:06d>.jpg``, arrays ``array_<i:06d>.png``
+(numbered on after the arrays an earlier run into the same output folder
+finished: :meth:`FrameReader.number_arrays_after`).
 
 Names and stems (the base of each frame's output files) are unique among
 all frames of a run: a photo ``clip_000000.jpg`` next to ``clip.mp4`` keeps
@@ -25,6 +27,7 @@ from functools import partial
 from typing import (
     Callable,
     Dict,
+    Iterable,
     Iterator,
     List,
     Optional,
@@ -37,6 +40,8 @@ from typing import (
 import cv2
 import numpy as np
 
+#: The name of an input array (``array_<i:06d>.png``), group 1 its number.
+ARRAY_NAME = re.compile(r'array_(\d{6,})\.png')
 IMAGE_EXTS = ('.jpg', '.jpeg', '.png', '.bmp', '.tif', '.tiff', '.webp')
 VIDEO_EXTS = ('.mp4', '.avi', '.mov', '.mkv', '.webm', '.m4v')
 InputType = Union[str, os.PathLike, np.ndarray]
@@ -99,6 +104,15 @@ def _ready(loaded: Loaded) -> FrameJob:
     return lambda: loaded
 
 
+def file_identity(path: Optional[str]) -> Optional[list]:
+    """[size, modification time in ns] of a file, ``None`` if absent: what
+    the run index records to tell a file from another of the same name."""
+    if not path or not osp.isfile(path):
+        return None
+    stat = os.stat(path)
+    return [stat.st_size, stat.st_mtime_ns]
+
+
 def is_video(path: str) -> bool:
     """Whether ``path`` has a video file extension."""
     return path.lower().endswith(VIDEO_EXTS)
@@ -115,6 +129,9 @@ def _as_bgr(image: np.ndarray, what: str) -> np.ndarray:
         raise ValueError(
             f'{what}: expected dtype uint8 (0-255 BGR), got {image.dtype}. '
             'Convert with np.clip(x, 0, 255).astype(np.uint8).')
+    if image.size == 0:
+        raise ValueError(f'{what}: shape {image.shape} has no pixels; pass '
+                         'an image of at least 1x1.')
     return np.ascontiguousarray(image[..., :3])
 
 
@@ -265,13 +282,25 @@ class FrameReader:
             if isinstance(item, np.ndarray):
                 self.items[i] = _as_bgr(item, f'input array {i}')
         self.base_dir = osp.commonpath(bases) if bases else ''
+        self.first_array = 0
         self._assign_names()
         self.done: Set[str] = set()
         self.done_videos: Set[str] = set()
         self.num_done = 0
 
+    def number_arrays_after(self, taken: Iterable[str]) -> None:
+        """Number this run's arrays after the highest ``array_<i>.png`` of
+        ``taken`` (the names an earlier run into the same output folder
+        finished), so arrays of two calls never share a name or an output:
+        an array has no file to recognise it by, so it is never "already
+        done"."""
+        numbers = [int(m.group(1)) for m in map(ARRAY_NAME.fullmatch, taken)
+                   if m]
+        self.first_array = max(numbers) + 1 if numbers else 0
+        self._assign_names()
+
     def _assign_names(self) -> None:
-        names, num_arrays = [], 0
+        names, num_arrays = [], self.first_array
         for item in self.items:
             if isinstance(item, np.ndarray):
                 names.append(f'array_{num_arrays:06d}.png')
@@ -324,6 +353,7 @@ class FrameReader:
             yield _ready(Loaded(skipped=(path, 'cannot open the video')))
             return
         fps = cap.get(cv2.CAP_PROP_FPS) or 25.0
+        listed = int(cap.get(cv2.CAP_PROP_FRAME_COUNT))
         index = 0
         try:
             while True:
@@ -340,6 +370,11 @@ class FrameReader:
         if index == 0:
             yield _ready(Loaded(skipped=(
                 path, 'the video has no decodable frames')))
+        elif index < listed:
+            # damaged or cut short: the frames after it are lost
+            yield _ready(Loaded(warning=(
+                path, f'decoded {index} of the {listed} frames its header '
+                'lists (the file may be truncated or damaged)')))
 
     @staticmethod
     def _load_photo(path: str, name: str, stem: str) -> Loaded:

@@ -15,8 +15,9 @@ the input folder, e.g. ``a.jpg`` or ``cam1/0001.jpg``, or
 The keypoint JSON written by ``tools/infer.py`` (``frames[].instances[].bbox``)
 is accepted as well, so its boxes can be reused, and so is a COCO annotation
 file (``images`` + ``annotations``): the ``[x, y, w, h]`` boxes of its
-non-crowd person annotations, keyed by ``file_name``, which is how mmpose
-evaluates with ground-truth boxes. A frame that is not listed gets the
+non-crowd person annotations, keyed by ``file_name`` and clipped to the image
+as mmpose's COCO datasets clip them (:func:`coco_person_boxes`), which is how
+mmpose evaluates with ground-truth boxes. A frame that is not listed gets the
 whole-image box; an empty list means "nobody in this frame".
 
 Boxes must be finite numbers (NaN / inf are refused when the file is read).
@@ -40,8 +41,16 @@ from .results import PoseResult
 
 
 def whole_image_box(frame: Frame) -> np.ndarray:
-    """The (1, 5) box ``[0, 0, w - 1, h - 1]`` (the official demo's), score 1."""
+    """The (1, 5) box ``[0, 0, w - 1, h - 1]`` (the official demo's), score 1.
+
+    Raises:
+        ValueError: a 1x1 photo (its box is a point, no person fits).
+    """
     h, w = frame.image.shape[:2]
+    if max(h, w) < 2:
+        raise ValueError(
+            f'the photo is {h}x{w} pixel(s): its whole-image box '
+            f'[0, 0, {w - 1}, {h - 1}] has no size, too small for a pose.')
     return np.array([[0, 0, w - 1, h - 1, 1]], dtype=np.float32)
 
 
@@ -82,25 +91,86 @@ def _parse_box(row, where: str) -> list:
     return list(row[:4]) + [row[4] if len(row) == 5 else 1.0]
 
 
-def coco_person_boxes(coco: dict) -> Dict[str, list]:
+def coco_person_boxes(coco: dict, where: str = 'COCO file',
+                      dropped: Optional[list] = None) -> Dict[str, list]:
     """``file_name -> [[x1, y1, x2, y2], ...]`` of a COCO annotation dict:
     every image listed (an image without people gets ``[]``), the boxes of
     its non-crowd annotations of the category named ``person`` (of every
-    annotation when the file declares no categories)."""
+    annotation when the file declares no categories).
+
+    Each ``[x, y, w, h]`` box is clipped to the image as mmpose's
+    ``BaseCocoStyleDataset.parse_data_info`` does: ``x1 = clip(x, 0, W - 1)``,
+    ``x2 = clip(x + w, 0, W - 1)`` (y likewise), with the image entry's
+    ``width`` / ``height`` (not clipped where the entry has none); a box left
+    with no width or height is left out, as mmpose's ``_is_valid_instance``
+    leaves it out, and its annotation id appended to ``dropped``.
+
+    Args:
+        coco: the parsed file.
+        where: how messages name the file.
+        dropped: receives the ids of the annotations left out.
+
+    Raises:
+        ValueError: an annotation without a ``[x, y, w, h]`` box of numbers,
+            or of an image ``images`` does not list, naming the annotation.
+    """
     person = {c['id'] for c in coco.get('categories', [])
               if c.get('name') == 'person'}
-    names = {im['id']: im['file_name'] for im in coco.get('images', [])}
-    boxes: Dict[str, list] = {name: [] for name in names.values()}
+    images = {im['id']: im for im in coco.get('images', [])}
+    boxes: Dict[str, list] = {im['file_name']: [] for im in images.values()}
     for ann in coco['annotations']:
         if ann.get('iscrowd') or (person and ann.get('category_id')
                                   not in person):
             continue
-        if ann['image_id'] not in names:
+        image = images.get(ann.get('image_id'))
+        what = f'{where}: COCO annotation {ann.get("id")!r}'
+        if image is None:
             raise ValueError(
-                f'COCO annotation {ann.get("id")!r} refers to image_id '
-                f'{ann["image_id"]!r}, which "images" does not list.')
-        x, y, w, h = ann['bbox']
-        boxes[names[ann['image_id']]].append([x, y, x + w, y + h])
+                f'{what} refers to image_id {ann.get("image_id")!r}, which '
+                '"images" does not list.')
+        bbox = ann.get('bbox')
+        if not (isinstance(bbox, (list, tuple)) and len(bbox) == 4 and all(
+                isinstance(v, (int, float)) and not isinstance(v, bool)
+                for v in bbox)):
+            has = f'has "bbox": {bbox!r}' if 'bbox' in ann else \
+                'has no "bbox"'
+            raise ValueError(
+                f'{what} (image {image["file_name"]!r}) {has}; a COCO '
+                'person annotation needs "bbox": [x, y, w, h] in pixels. Fix '
+                'or remove that annotation.')
+        x, y, w, h = bbox
+        x1, y1, x2, y2 = x, y, x + w, y + h
+        if image.get('width') is not None and image.get('height') is not None:
+            x1, x2 = np.clip([x1, x2], 0, image['width'] - 1).tolist()
+            y1, y2 = np.clip([y1, y2], 0, image['height'] - 1).tolist()
+        if not (x2 > x1 and y2 > y1):
+            if dropped is not None:
+                dropped.append(ann.get('id'))
+            continue
+        boxes[image['file_name']].append([x1, y1, x2, y2])
+    return boxes
+
+
+def prediction_boxes(data: dict, where: str) -> Dict[str, list]:
+    """``image_name -> [bbox, ...]`` of a ``*_predictions.json`` written by
+    ``tools/infer.py pose``.
+
+    Raises:
+        ValueError: a frame without ``image_name`` / ``instances``, or an
+            instance without ``bbox``, naming it.
+    """
+    boxes: Dict[str, list] = {}
+    for i, frame in enumerate(data['frames']):
+        if not (isinstance(frame, dict) and isinstance(
+                frame.get('image_name'), str) and isinstance(
+                    frame.get('instances'), list) and all(
+                        isinstance(ins, dict) and 'bbox' in ins
+                        for ins in frame['instances'])):
+            raise ValueError(
+                f'{where}: frames[{i}] is not a predictions frame with '
+                '"image_name" and "instances" holding a "bbox" each.')
+        boxes[frame['image_name']] = [ins['bbox']
+                                      for ins in frame['instances']]
     return boxes
 
 
@@ -114,8 +184,11 @@ class BoxFile:
 
     Attributes:
         num_missing: frames not in the file (they got the whole image).
+        num_listed: frames that are in the file.
         num_below_thr / num_outside: boxes dropped for their score / for
             lying entirely outside the image.
+        dropped_empty: ids of COCO annotations left out (no area after
+            clipping, :func:`coco_person_boxes`).
 
     Raises:
         FileNotFoundError / ValueError: missing file or a bad entry (named).
@@ -130,13 +203,12 @@ class BoxFile:
         except json.JSONDecodeError as err:
             raise ValueError(
                 f'Bbox file {path!r} is not valid JSON: {err}.') from err
+        where = f'Bbox file {path!r}'
+        dropped: list = []
         if isinstance(data, dict) and 'frames' in data:
-            data = {
-                fr['image_name']: [ins['bbox'] for ins in fr['instances']]
-                for fr in data['frames']
-            }
+            data = prediction_boxes(data, where)
         elif isinstance(data, dict) and 'annotations' in data:
-            data = coco_person_boxes(data)
+            data = coco_person_boxes(data, where, dropped)
         if not isinstance(data, dict):
             raise ValueError(
                 f'Bbox file {path!r}: expected a JSON object mapping image '
@@ -149,13 +221,18 @@ class BoxFile:
                     f'boxes, got {type(rows).__name__}.')
             parsed = [_parse_box(r, f'{path!r} [{name!r}]') for r in rows]
             self.boxes[name] = np.array(parsed, dtype=np.float32).reshape(-1, 5)
-        self.bbox_thr = bbox_thr
+        self.path, self.bbox_thr = path, bbox_thr
         self.num_missing = self.num_below_thr = self.num_outside = 0
+        self.num_listed = 0
+        self.first_missing: Optional[str] = None
+        self.dropped_empty = dropped
 
     def __call__(self, frame: Frame) -> np.ndarray:
         if frame.name not in self.boxes:
             self.num_missing += 1
+            self.first_missing = self.first_missing or frame.name
             return whole_image_box(frame)
+        self.num_listed += 1
         boxes = self.boxes[frame.name]
         if self.bbox_thr is not None:
             keep = boxes[:, 4] > self.bbox_thr
@@ -169,9 +246,23 @@ class BoxFile:
     def report(self) -> list:
         """Lines saying what was dropped or filled in."""
         lines = []
-        if self.num_missing:
+        if self.num_missing and not self.num_listed and self.boxes:
+            lines.append(
+                f'WARNING: no frame is named in the bbox file {self.path} '
+                f'(its keys are e.g. {next(iter(self.boxes))!r}, the frames '
+                f'e.g. {self.first_missing!r}): every frame used the '
+                'whole-image box. Keys are frame names, the path relative '
+                'to the input folder (docs/inference.md, "Bbox file").')
+        elif self.num_missing:
             lines.append(f'{self.num_missing} frame(s) not in the bbox file '
                          'used the whole-image box')
+        if self.dropped_empty:
+            lines.append(
+                f'{len(self.dropped_empty)} COCO annotation(s) with no area '
+                'left after clipping the box to the image were left out (as '
+                'mmpose does), ids: '
+                + ', '.join(map(repr, self.dropped_empty[:5]))
+                + (' ...' if len(self.dropped_empty) > 5 else ''))
         if self.num_below_thr:
             lines.append(f'{self.num_below_thr} box(es) with score <= '
                          f'--bbox-thr {self.bbox_thr} were dropped')

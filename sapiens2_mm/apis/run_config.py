@@ -23,17 +23,20 @@ import os.path as osp
 from typing import List, Mapping, Optional
 
 import torch
-from mmengine.config import Config, DictAction
+from mmengine.config import Config
 from mmengine.device import get_device
 
+from ..engine.optimizers.amp_optim_wrapper import AMP_TYPES, use_sapiens2_amp
 from ..runtime.precision import check_dtype
-from ..utils.cfg_options import apply_cfg_options
+from ..utils.cfg_options import CfgOptionsAction, apply_cfg_options
 from ..utils.output_paths import (
     OutputPathError,
+    check_output_file,
     check_outside_folders,
     check_writable_dir,
 )
 from ..utils.safe_torch_load import allow_mmengine_checkpoint_globals
+from ..utils.sharded_checkpoint import is_sharded_checkpoint, read_extra_state
 from ..utils.work_dir import checkpoint_problem, find_resume_checkpoint
 from .class_check import ClassMismatchError, check_config_classes
 from .init_model import load_config as read_config
@@ -49,6 +52,7 @@ LOAD_HOOK = SCOPE + 'CheckedCheckpointLoadHook'
 ATOMIC_CHECKPOINT_HOOK = SCOPE + 'AtomicCheckpointHook'
 RNG_STATE_HOOK = SCOPE + 'RNGStateHook'
 SPEED_HOOK = SCOPE + 'InferenceSpeedHook'
+DUMP_METRIC = SCOPE + 'AtomicDumpResults'
 
 
 class RunConfigError(ValueError):
@@ -61,7 +65,7 @@ def parse_run_args(parser: argparse.ArgumentParser,
     ``--launcher``, ``--local-rank``), parse ``argv`` and export
     ``LOCAL_RANK`` for launchers that only pass the flag."""
     parser.add_argument(
-        '--cfg-options', nargs='+', action=DictAction,
+        '--cfg-options', nargs='+', action=CfgOptionsAction,
         help='override config keys, e.g. train_dataloader.batch_size=4; keys '
         'the config does not have are refused, and so are config variables '
         '(set the keys that hold their value; see docs/train_test.md)')
@@ -86,7 +90,7 @@ def load_config(path: str, cfg_options: Optional[Mapping] = None,
     """
     try:
         cfg = read_config(path)
-    except FileNotFoundError as err:
+    except (FileNotFoundError, ValueError) as err:  # missing, not Python
         raise RunConfigError(str(err)) from err
     changes = apply_cfg_options(cfg, cfg_options)
     if notes is not None:
@@ -130,15 +134,53 @@ def enable_amp(cfg: Config) -> None:
         raise RunConfigError(
             '--amp does not apply to a DeepSpeed config: set bf16 in the '
             'strategy (configs/_base_/strategies/deepspeed_zero3_bf16.py).')
-    if wrapper.get('type') == 'AmpOptimWrapper':
+    if wrapper.get('type') in AMP_TYPES:
         wrapper.setdefault('dtype', AMP_DTYPE)
         return
     wrapper.type = 'AmpOptimWrapper'
     wrapper.dtype = AMP_DTYPE
-    if is_fsdp(cfg):
-        wrapper.use_fsdp = True  # sharded gradient scaler
-    # bf16 keeps fp32's exponent range: no loss scaling needed
-    wrapper.loss_scale = 1.0
+
+
+def set_mixed_precision(cfg: Config,
+                        notes: Optional[List[str]] = None) -> None:
+    """Loss scaling that fits the precision, whoever asked for it.
+
+    A mixed-precision optimizer wrapper (from ``--amp`` or the config)
+    becomes ``Sapiens2AmpOptimWrapper``: no loss scaling for bf16,
+    ``ShardedGradScaler`` for fp16 under FSDP (the inf check all-reduced, so
+    every rank skips the same steps), ``GradScaler`` otherwise. Pointmap
+    stays fp32, as the official recipe: bf16 (or fp16) autocast or FSDP
+    low-precision parameters on a pointmap config are refused.
+    """
+    wrapper = cfg.get('optim_wrapper') or {}
+    amp = use_sapiens2_amp(wrapper, is_fsdp(cfg))
+    mixed = ((cfg.get('strategy') or {}).get('model_wrapper') or {}).get(
+        'mixed_precision') or {}
+    low = [f'{k}={mixed[k]}' for k in ('param_dtype', 'reduce_dtype')
+           if mixed.get(k) not in (None, 'float32', 'fp32', torch.float32)]
+    if amp:
+        low.insert(0, f'autocast {wrapper.get("dtype") or "float16"}')
+    if low and is_pointmap(cfg):
+        raise RunConfigError(
+            f'pointmap trains in fp32 (the official recipe; bf16 moves its '
+            f'outputs by about 13 % relative), but this run uses '
+            f'{", ".join(low)}. Drop --amp / AmpOptimWrapper and use '
+            'configs/_base_/strategies/fsdp_fp32.py instead of fsdp_bf16.py.')
+    if amp and notes is not None:
+        notes.append(f'optim_wrapper: Sapiens2AmpOptimWrapper, '
+                     f'{wrapper.get("dtype") or "float16"} autocast, ' + (
+                         'no loss scaling' if str(wrapper.get('dtype')) in (
+                             'bfloat16', 'torch.bfloat16') else
+                         'ShardedGradScaler' if is_fsdp(cfg) else
+                         'GradScaler') + '.')
+
+
+def is_pointmap(cfg: Config) -> bool:
+    """Whether ``cfg`` trains the pointmap task."""
+    try:
+        return find_task(cfg).name == 'pointmap'
+    except ValueError:  # no task (pretraining, an unregistered model)
+        return False
 
 
 def check_checkpoint_task(cfg: Config, checkpoint: str) -> None:
@@ -150,8 +192,9 @@ def check_checkpoint_task(cfg: Config, checkpoint: str) -> None:
     """
     allow_mmengine_checkpoint_globals()
     try:
-        meta = torch.load(checkpoint, map_location='cpu', mmap=True,
-                          weights_only=True).get('meta') or {}
+        meta = (read_extra_state(checkpoint) if osp.isdir(checkpoint) else
+                torch.load(checkpoint, map_location='cpu', mmap=True,
+                           weights_only=True)).get('meta') or {}
         saved = Config.fromstring(meta['cfg'], file_format='.py')
         theirs, ours = find_task(saved).name, find_task(cfg).name
     except Exception:  # noqa: BLE001 - no task recorded: nothing to compare
@@ -198,22 +241,29 @@ def set_resume(cfg: Config, resume: Optional[str],
                      f'checkpoint {found}.' if skipped else
                      f'--resume: resuming from {found}.')
         resume = found
-    elif osp.isdir(resume):
-        raise RunConfigError(
-            f'--resume {resume!r} is a folder (per-rank shards of an FSDP '
-            "state_dict_cfg='local' run?); resume takes a checkpoint file "
-            "saved with state_dict_cfg='full'.")
-    elif not osp.isfile(resume):
+    elif not osp.exists(resume):
         raise RunConfigError(
             f'--resume checkpoint not found: {resume!r}. Use --resume auto to '
             'continue from the latest checkpoint of the work dir.')
     else:
         problem = checkpoint_problem(resume)
+        if problem is not None and osp.isdir(resume):
+            raise RunConfigError(
+                f'--resume {resume!r} is a folder that cannot be read as a '
+                f'sharded checkpoint ({problem}). Use --resume auto to take '
+                'the newest complete checkpoint of the work dir.')
         if problem is not None:
             raise RunConfigError(
                 f'--resume checkpoint {resume!r} cannot be read ({problem}); '
                 'it may be truncated. Use --resume auto to take the newest '
                 'complete checkpoint of the work dir.')
+    if osp.isdir(resume) and not is_fsdp(cfg):
+        raise RunConfigError(
+            f'--resume {resume!r} is a sharded checkpoint (per-rank shards of '
+            'an FSDP run); resume it with the FSDP config it was trained '
+            'with, or consolidate it first: python tools/model_converters/'
+            f'consolidate_sharded_checkpoint.py {resume} OUT.pth '
+            '--with-optimizer')
     check_checkpoint_task(cfg, resume)
     cfg.resume = True
     cfg.load_from = resume
@@ -241,6 +291,7 @@ def route_load_from(cfg: Config, partial: bool = False,
     source = cfg.get('load_from')
     if cfg.get('resume') or not source:
         return
+    refuse_sharded_folder(source, 'load_from')
     if not osp.isfile(source):
         raise RunConfigError(
             f'load_from checkpoint not found: {source!r}. Fix the path in '
@@ -334,6 +385,10 @@ def prepare_train_config(cfg: Config, *, work_dir: Optional[str] = None,
        else ``./work_dirs/<config name>``, created and checked writable.
     2. ``amp``: the optimizer wrapper becomes mmengine's ``AmpOptimWrapper``
        with bf16 autocast (:func:`enable_amp`); refused on CPU and DeepSpeed.
+       Any mixed-precision wrapper (from ``amp`` or the config) then becomes
+       ``Sapiens2AmpOptimWrapper``: no loss scaling for bf16, a sharded
+       scaler for fp16 under FSDP; a pointmap config in bf16 is refused
+       (:func:`set_mixed_precision`).
     3. ``resume`` (``'auto'`` or a path): ``resume`` / ``load_from`` point at
        the newest complete checkpoint, or that file, after checking it reads
        and trains the same task (:func:`set_resume`).
@@ -372,6 +427,7 @@ def prepare_train_config(cfg: Config, *, work_dir: Optional[str] = None,
     set_work_dir(cfg, work_dir)
     if amp:
         enable_amp(cfg)
+    set_mixed_precision(cfg, notes)
     set_resume(cfg, resume, notes)
     route_load_from(cfg, load_partial, notes)
     use_atomic_checkpoints(cfg, notes)
@@ -381,12 +437,44 @@ def prepare_train_config(cfg: Config, *, work_dir: Optional[str] = None,
     return cfg
 
 
+FLEXIBLE_RUNNERS = ('FlexibleRunner', 'mmengine.FlexibleRunner')
+
+
+def plain_runner_for_fsdp_test(cfg: Config,
+                             notes: Optional[List[str]] = None) -> None:
+    """Test an FSDP config started without a launcher in this process.
+
+    FSDP needs a process group, so ``tools/test.py CONFIG CKPT`` on an FSDP
+    config built the model and then died ("Default process group has not
+    been initialized"). A test needs no sharding: the strategy (and the
+    ``FlexibleRunner`` it asks for) is dropped, so the plain Runner tests the
+    whole model, and :func:`set_checkpoint` loads the checkpoint through
+    ``CheckedCheckpointLoadHook``, the same strict load
+    ``Sapiens2FSDPStrategy`` does before wrapping. The strategy's bf16
+    ``mixed_precision`` is not applied (fp32; ``--dtype bf16`` gives bf16
+    autocast); ``notes`` says so and names ``tools/dist_test.sh`` for a
+    sharded test.
+    """
+    if not is_fsdp(cfg) or cfg.get('launcher', 'none') != 'none':
+        return
+    cfg.pop('strategy')
+    if cfg.get('runner_type') in FLEXIBLE_RUNNERS:
+        cfg.pop('runner_type')
+    if notes is not None:
+        notes.append(
+            'FSDP config without a launcher: tested in this process with the '
+            'plain runner in fp32 (the strategy\'s mixed precision is not '
+            'applied; --dtype bf16 gives bf16 autocast). For a sharded test '
+            'use tools/dist_test.sh CONFIG CHECKPOINT GPUS.')
+
+
 def set_checkpoint(cfg: Config, checkpoint: str) -> None:
     """Load ``checkpoint`` strictly through CheckedCheckpointLoadHook.
 
     mmengine's ``load_from`` would read only torch files and load them
     non-strictly; the hook reads .safetensors too and lists mismatching keys.
     """
+    refuse_sharded_folder(checkpoint, 'the checkpoint')
     if not osp.isfile(checkpoint):
         raise RunConfigError(
             f'Checkpoint not found: {checkpoint!r}. Pass a .pth from '
@@ -404,16 +492,40 @@ def set_checkpoint(cfg: Config, checkpoint: str) -> None:
     _with_load_hook(cfg, checkpoint=checkpoint)
 
 
+def refuse_sharded_folder(path: str, what: str) -> None:
+    """A sharded checkpoint folder is read only by ``--resume`` of its FSDP
+    run; for testing, inference or fine-tuning it is consolidated first."""
+    if is_sharded_checkpoint(path):
+        raise RunConfigError(
+            f'{what} {path!r} is a sharded checkpoint (a folder of per-rank '
+            'shards); consolidate it into one file first: python tools/'
+            f'model_converters/consolidate_sharded_checkpoint.py {path} '
+            'OUT.pth')
+
+
 def add_dump(cfg: Config, out: str) -> None:
-    """Append mmengine's DumpResults metric writing predictions to ``out``."""
+    """Append the ``AtomicDumpResults`` metric writing predictions to ``out``
+    (mmengine's DumpResults, written atomically, a failure kept instead of
+    raised so the other metrics survive: :mod:`sapiens2_mm.evaluation.
+    metrics.dump_results`).
+
+    Raises:
+        RunConfigError: ``out`` is not a ``.pkl``, is a folder, exists (never
+            replaced) or cannot be written, before anything runs.
+    """
     if not out.endswith(('.pkl', '.pickle')):
         raise RunConfigError(f'--out must be a .pkl file, got {out!r}')
-    ensure_writable_dir(osp.dirname(osp.abspath(out)), '--out directory')
+    try:
+        check_output_file(out, overwrite=False, what='--out file',
+                          hint='Choose another --out path (or move that '
+                          'file away).')
+    except OutputPathError as err:
+        raise RunConfigError(str(err)) from err
     evaluator = cfg.test_evaluator
     metrics = list(evaluator) if isinstance(evaluator, (list, tuple)) else [
         evaluator
     ]
-    metrics.append(dict(type='DumpResults', out_file_path=out))
+    metrics.append(dict(type=DUMP_METRIC, out_file_path=out))
     cfg.test_evaluator = metrics
 
 
@@ -506,18 +618,23 @@ def prepare_test_config(cfg: Config, checkpoint: str, *,
                         launcher: str = 'none', out: Optional[str] = None,
                         show_dir: Optional[str] = None, tta: bool = False,
                         compiled: bool = False,
-                        dtype: str = 'fp32') -> Optional[str]:
+                        dtype: str = 'fp32',
+                        notes: Optional[List[str]] = None) -> Optional[str]:
     """Make ``cfg`` ready for ``tools/test.py`` (changed in place).
 
     The rewrites, in order:
 
-    1. ``launcher`` and the work dir as in :func:`prepare_train_config`.
+    1. ``launcher`` and the work dir as in :func:`prepare_train_config`; an
+       FSDP config with ``launcher='none'`` drops its strategy and is tested
+       in this process by the plain Runner (:func:`plain_runner_for_fsdp_test`).
     2. ``checkpoint`` is loaded strictly (official key names mapped) by
        ``CheckedCheckpointLoadHook``, or by ``Sapiens2FSDPStrategy`` before
        wrapping; ``load_from`` and ``resume`` are cleared
        (:func:`set_checkpoint`).
-    3. ``out``: mmengine's ``DumpResults`` metric writes the raw predictions
-       to that ``.pkl``.
+    3. ``out``: the ``AtomicDumpResults`` metric (mmengine's DumpResults,
+       atomic, a failure reported after the other metrics) writes the raw
+       predictions to that ``.pkl``; a folder or an existing file there is
+       refused (:func:`add_dump`).
     4. ``show_dir``: the task's visualization hook draws every prediction
        there; a folder inside the data or holding files is refused
        (:func:`enable_show_dir`).
@@ -538,6 +655,8 @@ def prepare_test_config(cfg: Config, checkpoint: str, *,
         tta: test-time augmentation.
         compiled: ``torch.compile`` the network.
         dtype: ``'fp32'`` or ``'bf16'``.
+        notes: receives what was decided on the way (an FSDP config tested
+            in one process), for the console.
 
     Returns:
         The folder the drawings go to with ``show_dir``, else None.
@@ -547,6 +666,7 @@ def prepare_test_config(cfg: Config, checkpoint: str, *,
     """
     cfg.launcher = launcher
     set_work_dir(cfg, work_dir)
+    plain_runner_for_fsdp_test(cfg, notes)
     set_checkpoint(cfg, checkpoint)
     if cfg.get('test_dataloader') is None or cfg.get('test_evaluator') is None:
         raise RunConfigError(

@@ -4,7 +4,9 @@
   (``cam1/0001.jpg``, see :mod:`sapiens2_mm.apis.inputs`) mirrored under the
   output folder, so frames of different folders never share a file. It refuses
   an output folder equal to or inside an input folder, and never writes onto
-  an input file or onto a file another frame of the run wrote.
+  an input file, onto a file another frame of the run wrote, or onto a file
+  the run index lists for another input (an earlier run's output:
+  :meth:`OutputLayout.keep_listed`).
 * Every file is written to a temporary name and renamed when complete, so an
   interrupted run leaves no half-written image or array under a final name.
   The temporary name (:func:`~sapiens2_mm.utils.atomic_file.temporary_path`:
@@ -119,19 +121,37 @@ class OutputLayout:
                                           'Pass a writable --output folder.')
         self.protected = {osp.realpath(p) for p in reader.input_paths()}
         self.claimed: Dict[str, str] = {}
+        self.listed: Dict[str, str] = {}
+
+    def keep_listed(self, outputs: Dict[str, str]) -> None:
+        """Never replace the earlier runs' outputs of other inputs.
+
+        Args:
+            outputs: output path relative to the folder -> the name of the
+                frame (or video) the run index lists it for.
+        """
+        for relative, owner in outputs.items():
+            path = osp.join(self.out_dir, *relative.split('/'))
+            self.listed[osp.realpath(path)] = owner
 
     def path(self, relative: str, owner: str) -> str:
         """Absolute path of ``relative`` for the frame/video ``owner``.
 
         Raises:
-            FileExistsError: the path is an input file or was written by
-                another frame of this run.
+            FileExistsError: the path is an input file, was written by
+                another frame of this run or is listed in the run index as
+                another input's output.
         """
         path = osp.join(self.out_dir, *relative.split('/'))
         real = osp.realpath(path)
         if real in self.protected:
             raise FileExistsError(
                 f'Output {path!r} would replace the input file of that name.')
+        if self.listed.get(real, owner) != owner:
+            raise FileExistsError(
+                f'Output {path!r} of {owner!r} is the output of '
+                f'{self.listed[real]!r} listed in the run index; it is not '
+                f'replaced. Rename {owner!r} or pass a new --output folder.')
         if self.claimed.setdefault(real, owner) != owner:
             raise FileExistsError(
                 f'Output {path!r} of {owner!r} was already written for '
@@ -144,8 +164,9 @@ class OutputLayout:
         return self.path(frame.stem + suffix, frame.name)
 
     def visualization_path(self, frame: Frame) -> str:
-        """``<out>/<name>``: the visualization keeps the input's name."""
-        return self.path(frame.name, frame.name)
+        """``<out>/<name>``: the visualization keeps the input's name
+        (``.png`` appended where OpenCV cannot write its format)."""
+        return self.path(frame.name + image_suffix(frame.name), frame.name)
 
     def relative(self, path: str) -> str:
         """``path`` relative to the output folder, with ``/``."""

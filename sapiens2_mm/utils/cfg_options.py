@@ -41,7 +41,7 @@ from typing import (
     Set,
 )
 
-from mmengine.config import Config
+from mmengine.config import Config, DictAction
 
 # Runner/FlexibleRunner arguments read from the top level of a config.
 RUNNER_KEYS = {
@@ -72,6 +72,20 @@ SECTION_KEYS = {
     'randomness': {'seed', 'diff_rank_seed', 'deterministic'},
     'auto_scale_lr': {'enable', 'base_batch_size'},
 }
+
+
+class CfgOptionsAction(DictAction):
+    """mmengine's ``DictAction`` (``--cfg-options KEY=VALUE ...``), with a
+    usage error naming the item that lacks ``=`` (mmengine's own says "not
+    enough values to unpack (expected 2, got 1)")."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        for item in values if isinstance(values, list) else [values]:
+            if '=' not in item:
+                parser.error(
+                    f'{option_string} {item!r}: expected KEY=VALUE, e.g. '
+                    f'{item}=VALUE (model.backbone.with_cp=True).')
+        super().__call__(parser, namespace, values, option_string)
 
 
 class UnknownConfigKeyError(KeyError):

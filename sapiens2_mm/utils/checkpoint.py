@@ -40,12 +40,41 @@ def _pick_state_dict(obj: Mapping) -> Mapping:
     return obj
 
 
-def read_checkpoint(path: str) -> StateDict:
+# Leading bytes of files that are often passed as a checkpoint by mistake.
+_NOT_CHECKPOINTS = ((b'\x89PNG', 'a PNG image'), (b'\xff\xd8\xff', 'a JPEG image'),
+                    (b'GIF8', 'a GIF image'), (b'%PDF', 'a PDF'),
+                    (b'<', 'an HTML/XML page (a download page saved?)'))
+
+
+def load_problem(path: str, err: Exception) -> str:
+    """Why ``path`` did not load, without torch's advice to retry with
+    ``weights_only=False`` (that runs any code the file holds; a checkpoint
+    never needs it here: mmengine's objects are allowlisted)."""
+    with open(path, 'rb') as f:
+        head = f.read(8)
+    for magic, what in _NOT_CHECKPOINTS:
+        if head.startswith(magic):
+            return f'it is {what}, not a checkpoint'
+    text = str(err)
+    if 'weights_only' in text or 'WeightsUnpickler' in text:
+        reason = text.split('WeightsUnpickler error:', 1)[-1].strip()
+        reason = reason.splitlines()[0] if reason and reason != text else ''
+        return ('it holds objects a weights-only load refuses'
+                + (f': {reason}' if reason else '')
+                + '; resave its state_dict with torch.save')
+    return f'{type(err).__name__}: {err}'
+
+
+def read_checkpoint(path: str, lazy: bool = False) -> StateDict:
     """Read a checkpoint file into a flat state dict on the CPU.
 
     Args:
         path: ``.safetensors``, or a torch file (``.pth``/``.pt``/``.bin``/``.ckpt``)
             with a ``state_dict`` / ``model`` / ``teacher`` dict or a raw one.
+        lazy: map the file instead of reading it (``safe_open`` /
+            ``torch.load(mmap=True)``): a tensor's bytes are read when it is
+            used, so taking a few tensors of a 20 GB file costs only those.
+            A torch file in the legacy (non-zip) format is read whole.
 
     Returns:
         ``{key: tensor}`` with ``module.`` and ``_orig_mod.`` prefixes removed.
@@ -61,14 +90,13 @@ def read_checkpoint(path: str) -> StateDict:
             'the official weights (see README "Model zoo").')
     try:
         if path.endswith('.safetensors'):
-            from safetensors.torch import load_file
-            raw = load_file(path, device='cpu')
+            raw = _read_safetensors(path, lazy)
         else:
-            raw = torch.load(path, map_location='cpu', weights_only=True)
+            raw = _read_torch(path, lazy)
     except Exception as err:  # noqa: BLE001 - re-raised with the file named
         raise ValueError(
-            f'Could not read checkpoint {path!r} ({type(err).__name__}: '
-            f'{err}). The file may be truncated or corrupt (re-download it), '
+            f'Could not read checkpoint {path!r} ({load_problem(path, err)}'
+            '). The file may be truncated or corrupt (re-download it), '
             'or not be a .safetensors/.pth checkpoint.') from err
     if not isinstance(raw, Mapping):
         raise ValueError(
@@ -79,6 +107,27 @@ def read_checkpoint(path: str) -> StateDict:
         _strip_wrappers(k): v
         for k, v in state.items() if isinstance(v, torch.Tensor)
     }
+
+
+def _read_safetensors(path: str, lazy: bool) -> StateDict:
+    if not lazy:
+        from safetensors.torch import load_file
+        return load_file(path, device='cpu')
+    from safetensors import safe_open
+    with safe_open(path, framework='pt', device='cpu') as f:
+        # tensors of safe_open are views of a map of the file
+        return {key: f.get_tensor(key) for key in f.keys()}
+
+
+def _read_torch(path: str, lazy: bool):
+    if lazy:
+        try:
+            return torch.load(path, map_location='cpu', weights_only=True,
+                              mmap=True)
+        except RuntimeError as err:
+            if 'zipfile' not in str(err) and 'mmap' not in str(err):
+                raise
+    return torch.load(path, map_location='cpu', weights_only=True)
 
 
 def select_prefix(state_dict: Mapping[str, torch.Tensor],
@@ -188,6 +237,21 @@ def load_state_dict_checked(module: nn.Module,
     Raises:
         CheckpointMismatchError: listing missing, unexpected and mis-shaped keys.
     """
+    require_fit(module, state_dict, source, ignore_missing)
+    module.load_state_dict(state_dict, strict=not list(ignore_missing))
+
+
+def require_fit(module: nn.Module, state_dict: Mapping[str, torch.Tensor],
+                source: Optional[str] = None,
+                ignore_missing: Iterable[str] = ()) -> None:
+    """Refuse ``state_dict`` unless its keys and shapes fit ``module``.
+
+    Only names and shapes are compared, so ``module`` may be on the meta
+    device and ``state_dict`` a map of a file.
+
+    Raises:
+        CheckpointMismatchError: listing missing, unexpected and mis-shaped keys.
+    """
     report = check_state_dict(module, state_dict, ignore_missing)
     if report:
         name = type(module).__name__
@@ -195,4 +259,3 @@ def load_state_dict_checked(module: nn.Module,
             f'Checkpoint {source or "<state_dict>"} does not fit {name}:'
             f'{report}\nIs it for another model size or task? Check the arch '
             'and head settings of the config.')
-    module.load_state_dict(state_dict, strict=not list(ignore_missing))

@@ -140,8 +140,14 @@ def mmengine_to_official(src: str, dst: str, task: Optional[str] = None,
     if not dst.endswith('.safetensors'):
         raise ValueError(f'Output must be a .safetensors file, got {dst!r}.')
     _check_output(dst, overwrite, [src])
+    return _write_official(read_checkpoint(src), dst, task, src)
+
+
+def _write_official(state: Mapping[str, torch.Tensor], dst: str,
+                    task: Optional[str], src: str) -> str:
+    """``state`` (this package's key names) as an official ``.safetensors``
+    at ``dst``; returns the task."""
     from safetensors.torch import save_file
-    state = read_checkpoint(src)
     _refuse_pretrainer(state, src)
     task = resolve_task(state, task, src)
     state = package_to_official(state, task)
@@ -149,6 +155,49 @@ def mmengine_to_official(src: str, dst: str, task: Optional[str] = None,
         save_file({k: v.contiguous() for k, v in state.items()}, tmp,
                   metadata=dict(format='pt', task=task))
     return task
+
+
+def consolidate_sharded(src: str, dst: str, task: Optional[str] = None,
+                        with_optimizer: bool = False,
+                        overwrite: bool = False) -> str:
+    """A sharded checkpoint folder (FSDP ``state_dict_cfg='sharded'``) as
+    one file, read in this process.
+
+    Args:
+        src: the folder (e.g. ``work_dirs/x/iter_300.pth``).
+        dst: ``.pth``: an mmengine checkpoint as ``state_dict_cfg='full'``
+            writes it (weights, ``meta``, ``message_hub``, schedulers; the
+            optimizer state with ``with_optimizer``); ``.safetensors``: the
+            weights in the official layout (as sapiens2_mm_to_official.py).
+        task: for ``.safetensors``, as in :func:`mmengine_to_official`.
+        with_optimizer: keep the optimizer state (``.pth`` only).
+        overwrite: replace an existing ``dst``.
+
+    Returns:
+        What was written, in words.
+    """
+    from .sharded_checkpoint import read_sharded_checkpoint
+    if not dst.endswith(('.pth', '.safetensors')):
+        raise ValueError(
+            f'Output must be a .pth (mmengine checkpoint) or a .safetensors '
+            f'(official layout) file, got {dst!r}.')
+    official = dst.endswith('.safetensors')
+    if official and with_optimizer:
+        raise ValueError('--with-optimizer needs a .pth output; the '
+                         'official layout holds the weights only.')
+    _check_output(dst, overwrite, [src])
+    if osp.realpath(dst).startswith(osp.realpath(src) + osp.sep):
+        raise OutputPathError(
+            f'{dst!r} lies inside the checkpoint folder {src!r}; write the '
+            'consolidated file elsewhere.')
+    checkpoint = read_sharded_checkpoint(src, with_optimizer=with_optimizer)
+    if official:
+        task = _write_official(checkpoint['state_dict'], dst, task, src)
+        return f'{task} weights in the official layout'
+    with atomic_output(dst) as tmp, open(tmp, 'wb') as f:
+        torch.save(checkpoint, f)
+    return 'an mmengine checkpoint' + (
+        ' with the optimizer state' if with_optimizer else ' (weights)')
 
 
 def publish_checkpoint(src: str, dst: str) -> str:

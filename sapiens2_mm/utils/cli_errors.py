@@ -6,8 +6,9 @@ exporters use :func:`user_errors_as_exit` to do the same instead of showing
 a traceback. Programming errors (``TypeError``, ``KeyError`` ...) still
 raise with their traceback.
 """
+import re
 from contextlib import contextmanager
-from typing import Iterator, Tuple
+from typing import Iterator, Optional, Tuple
 
 from .checkpoint import CheckpointMismatchError
 
@@ -25,3 +26,20 @@ def user_errors_as_exit(extra: Tuple[type, ...] = ()) -> Iterator[None]:
         yield
     except USER_ERRORS + tuple(extra) as err:
         raise SystemExit(f'error: {err}') from None
+
+
+_NOT_IN_REGISTRY = re.compile(r'(\S+) is not in the (\S+) registry')
+
+
+def unknown_type_message(err: BaseException) -> Optional[str]:
+    """One line for mmengine's ``KeyError`` of a type no registry has (a
+    misspelled ``type=`` in a config), else None (a programming error)."""
+    if not isinstance(err, KeyError) or not err.args:
+        return None
+    found = _NOT_IN_REGISTRY.search(str(err.args[0]))
+    if found is None:
+        return None
+    return (f'Unknown type {found.group(1)}: it is not in the '
+            f'{found.group(2)} registry. Check the spelling of that type= in '
+            'the config (upstream types carry their scope, e.g. '
+            '"mmpose.TopdownPoseEstimator").')

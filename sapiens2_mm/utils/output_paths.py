@@ -4,8 +4,10 @@ A conversion, export or plot that runs for minutes and then fails on an
 unwritable path (or overwrites its own input) loses the work or the data.
 Tools call these first, so the error comes before anything is read or built.
 """
+import errno
 import os
 import os.path as osp
+import re
 import tempfile
 from typing import Iterable
 
@@ -63,7 +65,9 @@ def check_writable_dir(path: str, what: str = 'output folder',
 
 
 def check_output_file(path: str, inputs: Iterable[str] = (),
-                      overwrite: bool = True, what: str = 'output') -> str:
+                      overwrite: bool = True, what: str = 'output',
+                      hint: str = 'Pass --overwrite or choose another path.'
+                      ) -> str:
     """Refuse an output file that is an input, exists (unless ``overwrite``)
     or lies in a folder that cannot be written.
 
@@ -72,6 +76,7 @@ def check_output_file(path: str, inputs: Iterable[str] = (),
         inputs: files the tool reads; ``path`` may never be one of them.
         overwrite: whether an existing ``path`` may be replaced.
         what: how the message names the file.
+        hint: what the message for an existing file tells the user to do.
 
     Returns:
         ``path``.
@@ -89,8 +94,7 @@ def check_output_file(path: str, inputs: Iterable[str] = (),
                               'path.')
     if osp.exists(path) and not overwrite:
         raise OutputPathError(
-            f'The {what} {path!r} exists; refusing to overwrite it. Pass '
-            '--overwrite or choose another path.')
+            f'The {what} {path!r} exists; refusing to overwrite it. {hint}')
     if osp.exists(path) and not os.access(path, os.W_OK):
         raise OutputPathError(f'The {what} {path!r} exists and is read-only.')
     check_writable_dir(osp.dirname(osp.abspath(path)), f'folder of the {what}')
@@ -149,3 +153,17 @@ def rename_no_clobber(tmp: str, path: str, max_tries: int = 10000) -> str:
         return candidate
     raise OutputPathError(f'No free name for {path!r} after {max_tries} '
                           'tries; choose an empty folder.')
+
+
+# numpy's ndarray.tofile on a short fwrite: no errno, only the byte counts
+_SHORT_WRITE = re.compile(r'\d+ requested and \d+ written')
+
+
+def is_disk_full(err: BaseException) -> bool:
+    """Whether ``err`` means the disk (or the user's quota) is full:
+    ``ENOSPC`` / ``EDQUOT``, or numpy's short write (``np.save`` reports
+    "272000 requested and 122752 written" without an errno)."""
+    if not isinstance(err, OSError):
+        return False
+    return err.errno in (errno.ENOSPC, errno.EDQUOT) or bool(
+        _SHORT_WRITE.search(str(err)))

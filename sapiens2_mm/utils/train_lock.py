@@ -3,9 +3,15 @@
 Two runs in one work dir overwrite each other's checkpoints, ``last_checkpoint``
 and config copy. ``tools/train.py`` takes ``<work dir>/.train.lock`` (created
 with ``O_EXCL``, so two starts cannot both win) and removes it when it exits.
-The file records pid, host, start time and command; a lock whose process is
-gone from this host is stale and taken over with a note. A lock from another
-host cannot be checked: the message says how to override it.
+``tools/infer.py`` takes ``<output>/.inference.lock`` the same way
+(:data:`INFERENCE_LOCK`): two runs into one output folder would do frames
+twice and interleave their index lines.
+The file records pid, host, start time, command (and the Slurm job); a lock
+whose holder cannot be running any more is stale and taken over with a note:
+its process is gone from this host, it was an earlier run of this (requeued)
+Slurm job, or its heartbeat stopped (:mod:`.lock_liveness`; a holder touches
+the lock every minute). A live run on another host still blocks: the message
+says how to override it.
 """
 import json
 import os
@@ -15,21 +21,20 @@ import sys
 import time
 from typing import Optional
 
+from .lock_liveness import Heartbeat, holder_info, why_gone
+
 LOCK_NAME = '.train.lock'
+#: :class:`WorkDirLock` arguments of ``tools/infer.py``'s output folder lock.
+INFERENCE_LOCK = dict(
+    lock_name='.inference.lock', job='tools/infer.py run',
+    place='output folder',
+    why='Two runs into one folder do frames twice and mix their index lines.',
+    what_to_do='Wait for it to finish, or pass another --output. If that run '
+    'is gone (e.g. it ran on another machine), delete {path}.')
 
 
 class WorkDirLockedError(RuntimeError):
     """Another training holds the work dir."""
-
-
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        return True
-    return True
 
 
 class WorkDirLock:
@@ -37,16 +42,30 @@ class WorkDirLock:
 
     Args:
         work_dir: the training work dir (must exist).
+        lock_name / job / place / why / what_to_do: the lock file's name and
+            how the refusal names the holder's job, the folder, why two runs
+            must not share it and what to do (``{path}``: the lock file);
+            the defaults are the training's, :data:`INFERENCE_LOCK` gives
+            the inference run's.
     """
 
-    def __init__(self, work_dir: str):
-        self.path = osp.join(work_dir, LOCK_NAME)
+    def __init__(self, work_dir: str, lock_name: str = LOCK_NAME,
+                 job: str = 'training', place: str = 'work dir',
+                 why: str = 'Two runs in one work dir overwrite each '
+                 'other\'s checkpoints and config copy.',
+                 what_to_do: str = 'Wait for it to finish, or train into '
+                 'another --work-dir. If that run is gone (e.g. it ran on '
+                 'another machine), pass --ignore-lock or delete {path}.'):
+        self.path = osp.join(work_dir, lock_name)
         self.held = False
+        self._heartbeat: Optional[Heartbeat] = None
+        self.job, self.place, self.why = job, place, why
+        self.what_to_do = what_to_do
 
     def _info(self) -> dict:
         return dict(pid=os.getpid(), host=socket.gethostname(),
                     started=time.strftime('%Y-%m-%d %H:%M:%S %Z'),
-                    command=' '.join(sys.argv))
+                    command=' '.join(sys.argv), **holder_info())
 
     def _create(self) -> bool:
         try:
@@ -56,6 +75,7 @@ class WorkDirLock:
         with os.fdopen(fd, 'w') as f:
             json.dump(self._info(), f)
         self.held = True
+        self._heartbeat = Heartbeat(self.path).start()
         return True
 
     def holder(self) -> Optional[dict]:
@@ -84,35 +104,33 @@ class WorkDirLock:
             return None
         info = self.holder()
         work_dir = osp.dirname(self.path)
-        here = socket.gethostname()
+        gone = None
         if info is None:
             who = f'an unreadable lock file {self.path}'
             stale = False
         else:
             who = (f'pid {info.get("pid")} on host {info.get("host")} '
                    f'(started {info.get("started")}: {info.get("command")})')
-            pid = info.get('pid')
-            stale = (info.get('host') == here and isinstance(pid, int) and
-                     (pid == os.getpid() or not _process_alive(pid)))
+            gone = why_gone(info, self.path)
+            stale = gone is not None
         if not (stale or force):
             raise WorkDirLockedError(
-                f'The work dir {work_dir} is in use by another training: '
-                f'{who}. Two runs in one work dir overwrite each other\'s '
-                'checkpoints and config copy. Wait for it to finish, or train '
-                'into another --work-dir. If that run is gone (e.g. it ran on '
-                f'another machine), pass --ignore-lock or delete {self.path}.')
+                f'The {self.place} {work_dir} is in use by another '
+                f'{self.job}: {who}. {self.why} '
+                + self.what_to_do.format(path=self.path))
         os.remove(self.path)
         if not self._create():
             raise WorkDirLockedError(
-                f'Another training took the lock {self.path} just now.')
-        reason = 'stale (that process is gone)' if stale else (
-            'taken over (--ignore-lock)')
+                f'Another {self.job} took the lock {self.path} just now.')
+        reason = f'stale ({gone})' if stale else 'taken over (--ignore-lock)'
         return f'Lock of {who} was {reason}.'
 
     def release(self) -> None:
         """Remove the lock if this process holds it."""
         if not self.held:
             return
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
         info = self.holder()
         if info is not None and info.get('pid') == os.getpid():
             os.remove(self.path)

@@ -14,7 +14,8 @@ from typing import List, Optional, Tuple
 
 LAST_CHECKPOINT = 'last_checkpoint'
 # iter_300.pth / epoch_12.pth as CheckpointHook names them (not best_*.pth, and
-# not the hidden ``.iter_300.pth.part`` files of a save in progress).
+# not the hidden ``.iter_300.pth.part`` files of a save in progress); files, or
+# folders of a sharded checkpoint.
 CHECKPOINT_NAME = re.compile(r'^(iter|epoch)_(\d+)\.pth$')
 
 
@@ -23,12 +24,18 @@ def checkpoint_problem(path: str) -> Optional[str]:
 
     Loads with ``mmap=True``: the zip directory and the pickled structure are
     read and checked, the tensor data is only mapped, so a 60 GB file costs a
-    fraction of a second. A truncated or half-written file fails here.
+    fraction of a second. A truncated or half-written file fails here. A
+    folder is checked as a sharded checkpoint (its index, the extent of
+    every shard file, :func:`~.sharded_checkpoint.sharded_checkpoint_problem`).
     """
     import torch
 
+    from .checkpoint import load_problem
     from .safe_torch_load import allow_mmengine_checkpoint_globals
+    from .sharded_checkpoint import sharded_checkpoint_problem
     allow_mmengine_checkpoint_globals()
+    if osp.isdir(path):
+        return sharded_checkpoint_problem(path)
     if not osp.isfile(path):
         return 'no such file'
     if osp.getsize(path) == 0:
@@ -37,7 +44,7 @@ def checkpoint_problem(path: str) -> Optional[str]:
         obj = torch.load(path, map_location='cpu', mmap=True,
                          weights_only=True)
     except Exception as err:  # noqa: BLE001 - the reason is reported
-        return f'{type(err).__name__}: {str(err).splitlines()[0][:200]}'
+        return load_problem(path, err).splitlines()[0][:200]
     if not isinstance(obj, dict) or 'state_dict' not in obj:
         return 'not an mmengine checkpoint (no state_dict)'
     return None
@@ -58,7 +65,7 @@ def read_last_checkpoint(work_dir: str) -> Optional[str]:
     if not recorded:
         return None
     local = osp.join(work_dir, osp.basename(recorded))
-    if osp.isfile(local):
+    if osp.exists(local):  # a file, or the folder of a sharded checkpoint
         return local
     if not osp.isabs(recorded):
         return osp.join(work_dir, recorded)
@@ -66,7 +73,8 @@ def read_last_checkpoint(work_dir: str) -> Optional[str]:
 
 
 def list_checkpoints(directory: str) -> List[str]:
-    """``iter_N.pth`` / ``epoch_N.pth`` files of ``directory``, newest first."""
+    """``iter_N.pth`` / ``epoch_N.pth`` of ``directory`` (files or sharded
+    checkpoint folders), newest first."""
     if not osp.isdir(directory):
         return []
     found = []

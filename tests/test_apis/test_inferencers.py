@@ -57,8 +57,10 @@ def test_pose_matches_mmpose_inference_topdown(pose_model, tmp_path,
         # Crops are batched differently (3 per batch across images vs all
         # boxes of one image), so GEMM sums differ at ~1e-7 relative; the
         # DARK Newton step on nearly flat random-weight heatmaps amplifies
-        # that to a few 1e-3 px.
-        np.testing.assert_allclose(result.keypoints, ref_kpts, atol=1e-2)
+        # that to a few 1e-3 px, and to 0.0126 px (7e-5 relative) on one
+        # keypoint with flip test since the boxes are clipped to the image
+        # as mmpose clips them (issue 29).
+        np.testing.assert_allclose(result.keypoints, ref_kpts, atol=2e-2)
         np.testing.assert_allclose(result.keypoint_scores, ref_scores,
                                    atol=1e-5)
         np.testing.assert_allclose(result.bboxes, boxes[result.name],

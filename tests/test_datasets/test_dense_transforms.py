@@ -336,6 +336,23 @@ def test_solarize_follows_the_official_threshold():
                                                [[55, 0, 127]]])
 
 
+@pytest.mark.parametrize('threshold', [0, 127.5, 128, 254, 255])
+def test_solarize_table_equals_the_per_pixel_formula(threshold):
+    """uint8 images go through a 256-entry table: the bytes of the formula
+    applied per pixel (``solarize``, also what other dtypes get)."""
+    rng = np.random.default_rng(0)
+    every = np.arange(256 * 3, dtype=np.uint8).reshape(16, 16, 3)
+    step = TRANSFORMS.build(dict(type='RandomSolarize', prob=1.0,
+                                 threshold=threshold))
+    for img in (every, every[:, ::-1], every[..., 0], every[..., :1],
+                rng.integers(0, 256, (4, 5, 6), dtype=np.uint8),
+                rng.uniform(0, 255, (6, 7, 3)).astype(np.float32)):
+        want = step.solarize(img)
+        got = step(dict(img=img.copy()))['img']
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+
+
 def test_down_up_sample_changes_detail_not_size_or_targets():
     np.random.seed(0)
     img = np.random.default_rng(1).integers(0, 255, (64, 48, 3), np.uint8)

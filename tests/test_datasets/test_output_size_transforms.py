@@ -132,7 +132,7 @@ def test_4k_pointmap_training_sample_is_consistent_in_the_output_frame():
     from tests.conftest import DATA_DIR, REPO_DIR
     cfg = Config.fromfile(osp.join(
         REPO_DIR, 'configs', 'pointmap',
-        'sapiens2-1b-4k_8xb1-120k_pointmap-4096x3072.py'))
+        'sapiens2-1b-4k_8xb3-40k_pointmap-4096x3072.py'))
     dataset_cfg = cfg.train_dataloader.dataset
     dataset_cfg.data_root = osp.join(DATA_DIR, 'dense_sample')
     np.random.seed(0)
@@ -188,3 +188,109 @@ def test_flip_test_view_of_an_uneven_letterbox_maps_back_exactly(
     out = to_original_size(pred, meta, negate_x=False)[0].numpy()
     # away from the borders, the mirrored-back u channel is each pixel's u
     assert np.abs(out - u)[4:-4, 4:-4].max() < 0.05
+
+
+def _equal_results(a, b):
+    assert a.keys() == b.keys(), set(a) ^ set(b)
+    for key, x in a.items():
+        if isinstance(x, np.ndarray):
+            y = b[key]
+            assert x.dtype == y.dtype and x.shape == y.shape, key
+            np.testing.assert_array_equal(x, y, err_msg=key)
+        else:
+            assert x == b[key], key
+
+
+def _dense_4k_training_pipelines():
+    """(task, train pipeline) of every registered task whose 4K config
+    letterboxes with DenseResizePad."""
+    import glob
+
+    from mmengine.config import Config
+
+    from sapiens2_mm.apis import task_names
+    from tests.conftest import REPO_DIR
+    found = []
+    for task in task_names():
+        path, = glob.glob(osp.join(REPO_DIR, 'configs', task,
+                                   'sapiens2-1b-4k_*.py'))
+        cfg = Config.fromfile(path)
+        pipeline = cfg.train_dataloader.dataset.pipeline
+        if 'DenseResizePad' in [s['type'] for s in pipeline]:
+            found.append((task, cfg))
+    return found
+
+
+DENSE_4K = _dense_4k_training_pipelines()
+
+
+@pytest.mark.parametrize('convention', ['center', 'official'])
+@pytest.mark.parametrize('task,cfg', DENSE_4K, ids=[t for t, _ in DENSE_4K])
+def test_letterbox_to_the_output_frame_equals_letterbox_then_output_size(
+        task, cfg, convention):
+    """DenseResizePad(output_scale=0.5) against DenseResizePad +
+    DenseToOutputSize(0.5) on the bundled scenes after the shipped 4K
+    training augmentations (random scale, crop, flip; four seeds): every
+    array (image, each target, mask) and matrix is equal. The targets are
+    copies (nearest) or, for albedo, the same cv2 arithmetic on the same
+    values (a 2x2 mean per output pixel), so nothing needs a tolerance."""
+    import copy
+
+    from sapiens2_mm.registry import DATASETS
+    from tests.conftest import DATA_DIR
+    assert {t for t, _ in DENSE_4K} == {'normal', 'pointmap', 'albedo'}
+    dataset_cfg = copy.deepcopy(cfg.train_dataloader.dataset)
+    pipeline = dataset_cfg.pop('pipeline')
+    dataset = DATASETS.build(dict(dataset_cfg, pipeline=[],
+                                  data_root=osp.join(DATA_DIR,
+                                                     'dense_sample')))
+    at = [s['type'] for s in pipeline].index('DenseResizePad')
+    fused = dict(pipeline[at], pixel_convention=convention)
+    assert fused.pop('output_scale') == 0.5
+    prefix = [TRANSFORMS.build(s) for s in pipeline[:at]]
+    two_steps = [_build(**fused), _build(type='DenseToOutputSize', scale=0.5,
+                                         pixel_convention=convention)]
+    one_step = _build(**fused, output_scale=0.5)
+    for seed in range(4):
+        np.random.seed(seed)
+        results = dataset.get_data_info(seed % len(dataset))
+        for step in prefix:
+            results = step(results)
+        expected = copy.deepcopy(results)
+        for step in two_steps:
+            expected = step(expected)
+        got = one_step(results)
+        assert got['gt_mask'].shape == (2048, 1536)
+        _equal_results(expected, got)
+
+
+@pytest.mark.parametrize('align,rounding', [(2, 'round'), (1, 'floor')])
+def test_letterbox_to_the_output_frame_on_odd_sizes(align, rounding):
+    """Odd photo sizes, an unaligned letterbox (odd padding: the albedo
+    falls back to the two steps) and test mode: equal to the two steps."""
+    import copy
+    rng = np.random.default_rng(0)
+    for h, w in [(37, 91), (90, 41), (64, 48), (33, 33)]:
+        results = dict(
+            img=rng.integers(0, 255, (h, w, 3), dtype=np.uint8),
+            gt_mask=rng.random((h, w)) > 0.3,
+            gt_depth=rng.random((h, w), dtype=np.float32),
+            gt_normal=rng.random((h, w, 3), dtype=np.float32),
+            gt_albedo=rng.random((h, w, 3), dtype=np.float32),
+            cam_K=np.array([[50.0, 0, w / 2], [0, 50, h / 2], [0, 0, 1]]))
+        results['gt_cam_K'] = results['cam_K'].copy()
+        for targets in (True, False):
+            step = dict(type='DenseResizePad', height=128, width=96,
+                        size_rounding=rounding, align=align,
+                        resize_targets=targets)
+            expected = _build(**step)(copy.deepcopy(results))
+            expected = _build(type='DenseToOutputSize', scale=0.5,
+                              resize_targets=targets)(expected)
+            got = _build(**step, output_scale=0.5)(copy.deepcopy(results))
+            _equal_results(expected, got)
+
+
+def test_output_scale_must_give_whole_pixels():
+    with pytest.raises(ValueError, match='output_scale=0.3'):
+        _build(type='DenseResizePad', height=4096, width=3072,
+               output_scale=0.3)

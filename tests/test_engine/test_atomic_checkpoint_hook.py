@@ -98,3 +98,41 @@ def test_failed_best_save_keeps_previous_best(tmp_path, monkeypatch):
     assert checkpoint_problem(osp.join(str(tmp_path),
                                        'best_acc_iter_2.pth')) is None
     assert not osp.exists(first)
+
+
+def _folder(path, content):
+    os.makedirs(path)
+    with open(osp.join(path, 'shard'), 'w') as f:
+        f.write(content)
+
+
+def _content(path):
+    with open(osp.join(path, 'shard')) as f:
+        return f.read()
+
+
+def test_folder_checkpoint_replaced_only_when_the_new_one_is_in_place(
+        tmp_path, monkeypatch):
+    """A sharded (folder) checkpoint of the same name is replaced by the new
+    one; when the rename fails, the old one is back under its name."""
+    from sapiens2_mm.engine.hooks.atomic_checkpoint_hook import _replace
+    final, part = str(tmp_path / 'iter_4.pth'), str(tmp_path / '.iter_4.part')
+    _folder(final, 'old')
+    _folder(part, 'new')
+    real = os.replace
+    calls = []
+
+    def replace_failing_second(src, dst):
+        calls.append(src)
+        if len(calls) == 2:
+            raise OSError(errno.EIO, 'I/O error')
+        return real(src, dst)
+
+    monkeypatch.setattr(os, 'replace', replace_failing_second)
+    with pytest.raises(OSError):
+        _replace(part, final)
+    assert _content(final) == 'old'
+    monkeypatch.setattr(os, 'replace', real)
+    _replace(part, final)
+    assert _content(final) == 'new'
+    assert sorted(os.listdir(tmp_path)) == ['iter_4.pth']

@@ -1,5 +1,6 @@
 """tools/analysis_tools: get_flops, print_config, analyze_logs, browse_dataset,
-estimate_memory, benchmark_cpu_stages (tools/benchmarks: test_benchmarks.py)."""
+benchmark_cpu_stages (estimate_memory: test_estimate_memory.py; tools/benchmarks:
+test_benchmarks.py)."""
 import json
 import os.path as osp
 
@@ -26,7 +27,6 @@ get_flops = _tool('get_flops')
 print_config = _tool('print_config')
 analyze_logs = _tool('analyze_logs')
 browse_dataset = _tool('browse_dataset')
-estimate_memory = _tool('estimate_memory')
 
 
 def _analytic_macs(arch, h, w, patch=16, prefix=9, tokenizer=False,
@@ -362,76 +362,6 @@ def test_benchmark_cpu_stages_counts_every_item(config, capsys, monkeypatch):
     assert f'4 photos (320x240), {items} prepared items' in out
     assert out.count('decode + prepare') == 2
     assert out.count('draw + encode') == 2
-
-
-def test_estimate_memory_counts_saved_activations_once():
-    """Parameters are not activations; a view is counted with its base;
-    the fused attention keeps q, k, v, out and a float32 log-sum-exp."""
-    import torch
-    weight = torch.nn.Parameter(torch.randn(8, 4))
-    recorder = estimate_memory.SavedBytes([weight])
-    a = torch.randn(5, 8, requires_grad=True)
-    with torch.autograd.graph.saved_tensors_hooks(recorder.pack,
-                                                  lambda t: t):
-        out = (a @ weight).relu()  # saves a (and weight), relu's output
-        (a.view(40) * a.view(40)).sum()  # views of a: no new memory
-    assert recorder.bytes == {'other': (5 * 8 + 5 * 4) * 4}
-    recorder = estimate_memory.SavedBytes([])
-    q = torch.randn(1, 2, 6, 4, requires_grad=True)
-    with torch.autograd.graph.saved_tensors_hooks(recorder.pack,
-                                                  lambda t: t), \
-            estimate_memory.fused_attention():
-        torch.nn.functional.scaled_dot_product_attention(q, q, q)
-    # q (= k = v, one tensor), out, lse; never the 6x6 score matrix
-    assert recorder.bytes == {'other': (2 * 48 + 12) * 4}
-    assert out.shape == (5, 4)
-
-
-def test_estimate_memory_under_fsdp_shards_the_state(tmp_path):
-    seg = osp.join(REPO_DIR, 'configs', 'seg',
-                   'sapiens2-1b-4k_8xb2-80k_seg29-4096x3072.py')
-    fsdp = osp.join(REPO_DIR, 'configs', '_base_', 'strategies',
-                    'fsdp_bf16.py')
-    leaf = tmp_path / 'seg_4k_fsdp.py'
-    leaf.write_text(f'_base_ = [{seg!r}, {fsdp!r}]\n')
-    plain = estimate_memory.main([seg])
-    sharded = estimate_memory.main([str(leaf), '--world-size', '8'])
-    # 16 B / param over 8 GPUs, bf16 parameters gathered per unit
-    assert sharded['state_gb'] == pytest.approx(
-        plain['params'] * 16 / 8 / 1024**3)
-    assert sharded['per_sample_gb'] == pytest.approx(plain['per_sample_gb'])
-    assert sharded['max_batch'] > plain['max_batch']
-
-
-def test_estimate_memory_of_the_4k_and_1k_configs(capsys):
-    four_k = estimate_memory.main([osp.join(
-        REPO_DIR, 'configs', 'seg', 'sapiens2-1b-4k_8xb2-80k_seg29-4096x3072.py')])
-    text = capsys.readouterr().out
-    assert 'input 4096x3072, activations bfloat16' in text
-    one_k = estimate_memory.main([osp.join(
-        REPO_DIR, 'configs', 'seg', 'sapiens2-1b_8xb8-20k_seg29-1024x768.py')])
-    # AdamW fp32 state (16 B) + autocast's bf16 weight copy (2 B) per param
-    for r in (four_k, one_k):
-        assert r['state_gb'] == pytest.approx(r['params'] * 18 / 1024**3)
-    # the trunk sees the same 64x48 grid; the 4K cost is the tokenizer
-    # (recomputed per chunk of 1024 windows) and the 2K head
-    assert four_k['parts_gb']['trunk blocks'] == pytest.approx(
-        one_k['parts_gb']['trunk blocks'])
-    assert four_k['parts_gb']['tokenizer'] > 0 and 'tokenizer' not in \
-        one_k['parts_gb']
-    assert four_k['parts_gb']['head'] > 3 * one_k['parts_gb']['head']
-    assert 1 <= four_k['max_batch'] < one_k['max_batch']
-    # pose (mmpose's forward needs data samples) and fp32 pointmap run too
-    pose = estimate_memory.main([osp.join(
-        REPO_DIR, 'configs', 'pose',
-        'sapiens2-1b-4k_8xb1-140k_sapiens308-4096x3072.py')])
-    assert pose['dtype'] == 'bfloat16' and pose['with_cp']
-    pointmap = estimate_memory.main([osp.join(
-        REPO_DIR, 'configs', 'pointmap',
-        'sapiens2-1b-4k_8xb1-120k_pointmap-4096x3072.py')])
-    assert pointmap['dtype'] == 'float32'
-    assert pointmap['state_gb'] == pytest.approx(
-        pointmap['params'] * 16 / 1024**3)
 
 
 def test_all_archs_table_in_the_docs_is_the_tools_output():

@@ -106,3 +106,19 @@ def test_missing_onnx_package_is_an_error_line(tmp_path, monkeypatch):
                        "'onnxscript'"):
         export_model.main([cfg, '--output', str(tmp_path), '--onnx',
                            '--max-batch', '2'])
+
+
+def test_an_earlier_export_is_never_replaced(tmp_path, monkeypatch):
+    """Issue 29: export_model.py replaced an existing .pt2 silently."""
+    cfg = osp.join(REPO_DIR, 'tests/configs/parity/tiny18_seg.py')
+    earlier = tmp_path / 'tiny18_seg.pt2'
+    earlier.write_bytes(b'earlier export')
+    exported = []
+    monkeypatch.setattr(export_model, '_export',
+                        lambda args: exported.append(args) or (None,) * 4)
+    with pytest.raises(SystemExit, match=r'^error: .*tiny18_seg\.pt2.* '
+                       r'exists; refusing to overwrite it. Pass --overwrite'):
+        export_model.main([cfg, '--output', str(tmp_path)])
+    assert earlier.read_bytes() == b'earlier export' and not exported
+    export_model.main([cfg, '--output', str(tmp_path), '--overwrite'])
+    assert len(exported) == 1

@@ -20,11 +20,11 @@ sys.path.insert(0, osp.join(REPO_DIR, 'tools'))
 import infer  # noqa: E402
 
 NORMAL_4K = osp.join(REPO_DIR, 'configs', 'normal',
-                     'sapiens2-tiny-4k_1xb2-30_densesample-256x192.py')
+                     'sapiens2-tiny-4k_1xb2-30_densesample-512x384.py')
 SEG_4K = osp.join(REPO_DIR, 'configs', 'seg',
-                  'sapiens2-tiny-4k_1xb2-30_seg29sample-256x192.py')
+                  'sapiens2-tiny-4k_1xb2-30_seg29sample-512x384.py')
 PHOTO = osp.join(DATA_DIR, 'coco_sample', '000000197388.jpg')
-# (H, W): odd sizes whose plain letterbox into 256x192 has odd padding
+# (H, W): odd sizes whose plain letterbox into 512x384 has odd padding
 SIZES = {'wide.jpg': (101, 203), 'tall.jpg': (333, 101)}
 
 
@@ -65,7 +65,7 @@ def test_4k_normal_run_of_odd_sizes_skips_bad_input_and_resumes(
 
 
 def test_4k_seg_label_map_of_a_large_photo_at_its_size(tmp_path):
-    """A 3000x4000 photo: the 128x96 logits go once, in bands, to the
+    """A 3000x4000 photo: the 256x192 logits go once, in bands, to the
     photo's size (no full-size float logits)."""
     folder = tmp_path / 'in'
     folder.mkdir()

@@ -47,8 +47,7 @@ def photos(tmp_path_factory):
     np.save(seg / 'a_seg.npy', labels)
     np.save(seg / 'b.npy', _mask(1))
     png = np.zeros((120, 160, 3), np.uint8)
-    png[..., 0] = _mask(2) * 200  # first channel > 0 is foreground
-    png[..., 1] = 255  # other channels are ignored
+    png[..., 2] = _mask(2) * 200  # a red mask: any channel > 0 is foreground
     cv2.imwrite(str(seg / 'c.png'), png)
     np.save(seg / 'e.npy', np.ones((60, 80), bool))
     return inputs, seg
@@ -279,3 +278,66 @@ def test_other_dense_options_never_mix_in_one_folder(photos, tmp_path):
              '--seg-dir', str(seg))
     normal = np.load(out / 'a_normal.npy')
     np.testing.assert_allclose(np.linalg.norm(normal, axis=2), 1, atol=1e-5)
+
+
+VOC_PALETTE = [0, 0, 0, 128, 0, 0, 0, 128, 0, 128, 128, 0]  # indices 0-3
+
+
+def test_palette_and_red_masks_are_read_by_index_and_any_channel(
+        photos, tmp_path, capsys):
+    """A VOC-style palette PNG (index 1 = (128, 0, 0)) and a red RGB mask
+    were read as all background (OpenCV's channel 0 is blue): every drawing
+    all background, every .ply empty, no word of it."""
+    from PIL import Image
+
+    from sapiens2_mm.apis.dense_inferencer import read_mask_file
+    inputs, _ = photos
+    seg = tmp_path / 'seg'
+    seg.mkdir()
+    palette = Image.fromarray(_mask(0).astype(np.uint8) * 1, mode='P')
+    palette.putpalette(VOC_PALETTE)
+    palette.save(seg / 'a.png')
+    red = np.zeros((120, 160, 3), np.uint8)
+    red[_mask(1)] = (0, 0, 255)  # BGR: pure red
+    cv2.imwrite(str(seg / 'b.png'), red)
+    assert Image.open(seg / 'a.png').mode == 'P'
+    np.testing.assert_array_equal(read_mask_file(str(seg / 'a.png')),
+                                  _mask(0))
+    np.testing.assert_array_equal(read_mask_file(str(seg / 'b.png')),
+                                  _mask(1))
+    _, ckpt = _checkpoint('pointmap', tmp_path / 'p.pth')
+    out = tmp_path / 'out'
+    assert _run('pointmap', ckpt, '--input', str(inputs / 'a.png'),
+                str(inputs / 'b.png'), '--output', str(out), '--seg-dir',
+                str(seg)) == 0
+    assert 'covering' not in capsys.readouterr().out
+    for i, name in enumerate('ab'):
+        points = np.load(out / f'{name}_pointmap.npy')
+        keep = _mask(i) & np.isfinite(points).all(2) & (points[..., 2] > 0)
+        xyz, _ = _read_ply(out / f'{name}.ply')
+        assert 0 < len(xyz) == keep.sum()
+
+
+def test_empty_full_and_self_masks_are_warned(photos, tmp_path, capsys):
+    """A mask covering 0 % or 100 % of its photo is warned about and listed;
+    --seg-dir pointing at the inputs never reads a photo as its own mask."""
+    inputs, _ = photos
+    seg = tmp_path / 'seg'
+    seg.mkdir()
+    np.save(seg / 'a.npy', np.zeros((120, 160), bool))
+    np.save(seg / 'b.npy', np.ones((120, 160), bool))
+    _, ckpt = _checkpoint('normal', tmp_path / 'n.pth')
+    out = tmp_path / 'out'
+    assert _run('normal', ckpt, '--input', str(inputs / 'a.png'),
+                str(inputs / 'b.png'), str(inputs / 'c.png'), '--output',
+                str(out), '--seg-dir', str(seg)) == 0
+    log = capsys.readouterr().out
+    assert ('2 frame(s) had a mask covering 0 % or 100 % of the photo: '
+            'a.png (0 %), b.png (100 %)') in log
+    # the input folder as --seg-dir: c.png is not its own mask
+    out = tmp_path / 'self'
+    assert _run('normal', ckpt, '--input', str(inputs / 'c.png'), '--output',
+                str(out), '--seg-dir', str(inputs)) == 0
+    log = capsys.readouterr().out
+    assert '1 frame(s) had none and used the whole frame: c.png' in log
+    assert _records(out)['c.png']['frame']['foreground'] == 'missing'

@@ -21,7 +21,9 @@ import os.path as osp
 import sys
 
 import numpy as np
-from mmengine.config import Config, DictAction
+from mmengine.config import Config
+
+from sapiens2_mm.utils.cfg_options import CfgOptionsAction
 
 DEFAULT_VISUALIZERS = {
     'mmpose': dict(type='mmpose.PoseLocalVisualizer', radius=2, line_width=1),
@@ -38,7 +40,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                         choices=['train', 'val', 'test'])
     parser.add_argument('--max-items', type=int, default=10,
                         help='samples to draw (from the start)')
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction,
+    parser.add_argument('--cfg-options', nargs='+', action=CfgOptionsAction,
                         help='override config keys (see tools/train.py)')
     return parser.parse_args(argv)
 

@@ -27,7 +27,9 @@ import os.path as osp
 import sys
 from typing import Dict, Optional, Tuple
 
-from mmengine.config import Config, DictAction
+from mmengine.config import Config
+
+from sapiens2_mm.utils.cfg_options import CfgOptionsAction
 
 # Sapiens2 README model card: params (billions), TFLOPs at 1024 x 768.
 MODEL_CARD = {
@@ -57,7 +59,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument('--shape', type=int, nargs=2, metavar=('H', 'W'),
                         help='input height and width (default: the '
                         "config's test input size, an arch's img_size)")
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction,
+    parser.add_argument('--cfg-options', nargs='+', action=CfgOptionsAction,
                         help='override config keys (checked as in '
                         'tools/train.py)')
     args = parser.parse_args(argv)

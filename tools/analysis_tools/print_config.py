@@ -12,13 +12,15 @@ import argparse
 import os.path as osp
 import sys
 
-from mmengine.config import Config, DictAction
+from mmengine.config import Config
+
+from sapiens2_mm.utils.cfg_options import CfgOptionsAction
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description='Print the resolved config')
     parser.add_argument('config', help='config file path')
-    parser.add_argument('--cfg-options', nargs='+', action=DictAction,
+    parser.add_argument('--cfg-options', nargs='+', action=CfgOptionsAction,
                         help='override config keys (see tools/train.py)')
     parser.add_argument('--save-path', help='also write the resolved config '
                         '(.py, .json or .yaml) here')

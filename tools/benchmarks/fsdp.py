@@ -159,10 +159,10 @@ def worker(rank, args, variant, out_dir):
                 (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) *
                 1024)
         params = full_params(model, variant)
-        if rank == 0:
-            torch.save(dict(step_s=statistics.median(times),
-                            state_mib=state / 2**20, peak_mib=peak / 2**20,
-                            params=params),
+        if rank == 0:  # plain numbers and tensors: read back weights-only
+            torch.save(dict(step_s=float(statistics.median(times)),
+                            state_mib=float(state / 2**20),
+                            peak_mib=float(peak / 2**20), params=params),
                        os.path.join(out_dir, f'{variant}.pt'))
         dist.barrier()
     finally:
@@ -178,7 +178,7 @@ def run(args):
             mp.start_processes(worker, args=(args, variant, tmp), nprocs=2,
                                join=True, start_method='fork')
             table[variant] = torch.load(os.path.join(tmp, f'{variant}.pt'),
-                                        weights_only=False)
+                                        weights_only=True)
     reference = table.get('ddp', {}).get('params')
     base = table.get('fsdp1')
     rows = {}

@@ -14,7 +14,7 @@ model on batches of 1 and 2.
 import argparse
 import os.path as osp
 import sys
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import torch
 from torch import nn
@@ -120,7 +120,18 @@ def parse_args(argv=None):
     parser.add_argument('--verify', action='store_true')
     parser.add_argument('--tolerance', type=float, default=1e-4)
     parser.add_argument('--device', default='cpu')
+    parser.add_argument('--overwrite', action='store_true',
+                        help='replace an existing <config name>.pt2 / .onnx '
+                        'in --output')
     return parser.parse_args(argv)
+
+
+def output_paths(args) -> List[str]:
+    """The files this export writes: ``<output>/<config name>.pt2`` (and
+    ``.onnx`` with ``--onnx``)."""
+    stem = osp.join(args.output,
+                    osp.splitext(osp.basename(args.config))[0])
+    return [stem + '.pt2'] + ([stem + '.onnx'] if args.onnx else [])
 
 
 def _export(args):
@@ -129,18 +140,20 @@ def _export(args):
     Returns:
         ``(program_path, onnx_path or None, model, (H, W))``.
     """
+    from sapiens2_mm.utils.atomic_file import atomic_output
     model = init_model(args.config, args.checkpoint, args.device)
     shape = tuple(args.shape or model.backbone.img_size)
-    stem = osp.splitext(osp.basename(args.config))[0]
-    program_path = osp.join(args.output, f'{stem}.pt2')
-    torch.export.save(export_program(model, shape, args.max_batch),
-                      program_path)
+    program_path, *onnx = output_paths(args)
+    program = export_program(model, shape, args.max_batch)
+    with atomic_output(program_path) as tmp:  # complete or absent
+        torch.export.save(program, tmp)
     print(f'torch.export program: {program_path} (input (B, 3, {shape[0]}, '
           f'{shape[1]}), B in 1..{args.max_batch})')
     onnx_path = None
     if args.onnx:
-        onnx_path = export_onnx(model, shape,
-                                osp.join(args.output, f'{stem}.onnx'))
+        # written in place: ONNX names its external data files (models
+        # over 2 GB) after the file, so a temporary name would break them
+        onnx_path = export_onnx(model, shape, onnx[0])
         print(f'ONNX: {onnx_path}')
     return program_path, onnx_path, model, shape
 
@@ -150,9 +163,16 @@ def main(argv=None) -> int:
     if args.max_batch < 2:
         raise SystemExit('error: --max-batch must be >= 2 (torch.export '
                          'specialises a batch of 1 to a constant).')
-    from sapiens2_mm.utils.output_paths import OutputPathError, check_writable_dir
+    from sapiens2_mm.utils.output_paths import (
+        OutputPathError,
+        check_output_file,
+        check_writable_dir,
+    )
     try:  # before the model is built and exported, which takes minutes
         check_writable_dir(args.output, '--output folder')
+        for path in output_paths(args):  # an earlier export is kept
+            check_output_file(path, [args.config, args.checkpoint or ''],
+                              overwrite=args.overwrite, what='export')
     except OutputPathError as err:
         raise SystemExit(f'error: {err}') from None
     from sapiens2_mm.utils.cli_errors import user_errors_as_exit

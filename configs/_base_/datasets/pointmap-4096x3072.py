@@ -5,9 +5,16 @@
 #   even, so the letterbox is a whole number of 2K output pixels and the
 #   prediction is un-letterboxed exactly (any photo size works: it is
 #   letterboxed, never refused).
-# * DenseToOutputSize(scale=0.5): in training the targets (and cam_K) go to
-#   2048x1536; at test time they keep the original size (metrics at the
-#   original resolution, as at 1K) and only cam_K moves to the output frame.
+# * Training: DenseResizePad(output_scale=0.5) letterboxes the targets
+#   straight into the 2048x1536 output frame and moves cam_K there, with the
+#   result of the letterbox followed by DenseToOutputSize(scale=0.5) (every
+#   array equal, tested) without a 4096x3072 float map per target.
+# * Test: DenseToOutputSize(scale=0.5, resize_targets=False): the targets
+#   keep the original size (metrics at the original resolution, as at 1K)
+#   and only cam_K moves to the output frame.
+# * PhotoMetricDistortionLUT: mmseg's PhotoMetricDistortion (same random
+#   draws, same bytes, tested) with uint8 lookup tables instead of float32
+#   copies of the image (sapiens2_mm/datasets/transforms/photometric.py).
 _base_ = ['./pointmap-1024x768.py']
 height, width = 4096, 3072
 output_scale = 0.5  # the 4K heads predict 2048x1536
@@ -19,14 +26,13 @@ canonical_focal_length = 1536.0
 train_pipeline = [
     dict(type='Sapiens2LoadImage'),
     dict(type='LoadDenseAnnotations'),
-    dict(type='mmseg.PhotoMetricDistortion'),
+    dict(type='PhotoMetricDistortionLUT'),
     dict(type='DenseRandomScale', scale_range=(0.5, 2.0), prob=0.3),
     dict(type='DenseRandomCropContinuous', ar_range=(0.5, 2.0),
          area_range=(0.4, 1.0), num_attempts=8, prob=0.3),
     dict(type='DenseRandomFlip', prob=0.3),
     dict(type='DenseResizePad', height=height, width=width,
-         size_rounding='round', align=2),
-    dict(type='DenseToOutputSize', scale=output_scale),
+         size_rounding='round', align=2, output_scale=output_scale),
     dict(type='PointmapGenerateTarget',
          canonical_focal_length=canonical_focal_length),
     dict(type='PackDenseInputs'),

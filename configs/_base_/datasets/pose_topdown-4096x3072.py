@@ -9,7 +9,9 @@
 # Gaussian keeps its extent relative to the person. Decoding uses the official
 # mapping (decode_mapping='official', see docs/pose.md). Used by
 # sapiens308-4096x3072.py, which adds the dataset type, files and metric; leaf
-# configs pass `codec` on to the head decoder.
+# configs pass `codec` on to the head decoder. PosePhotometricDistortionLUT is
+# mmpose's PhotometricDistortion (same random draws, same bytes, tested) with
+# uint8 lookup tables instead of float32 copies of the 4096x3072 crop.
 codec = dict(type='Sapiens2UDPHeatmap', input_size=(3072, 4096),
              heatmap_size=(384, 512), sigma=12, blur_kernel_size=21,
              decode_mapping='official')
@@ -27,7 +29,7 @@ train_pipeline = [
     dict(type='Sapiens2TopdownAffine', input_size=codec['input_size'],
          use_udp=True),
     dict(type='RandomApply', prob=0.8, transforms=[
-        dict(type='mmpose.PhotometricDistortion', brightness_delta=32,
+        dict(type='PosePhotometricDistortionLUT', brightness_delta=32,
              contrast_range=(0.5, 1.5), saturation_range=(0.5, 1.5),
              hue_delta=18)]),
     dict(type='RandomBlur', prob=0.1, blur_limit=(3, 7)),

@@ -4,6 +4,10 @@
 # (SegLabelToOutputSize). At test time the label keeps its original size and
 # the 2K logits are resized once, straight to it (SegHead.predict_by_feat),
 # so mIoU is computed at the original resolution as at 1K.
+# PhotoMetricDistortionLUT and SegRandomFlipLUT are mmseg's
+# PhotoMetricDistortion and RandomFlip (same random draws, same bytes,
+# tested) with uint8 lookup tables instead of float32 copies of the up to
+# 8192x6144 image and a comparison per swapped label (docs/4k.md).
 _base_ = ['./seg29-1024x768.py']
 height, width = 4096, 3072
 output_scale = 0.5  # the 4K heads predict 2048x1536
@@ -20,9 +24,9 @@ train_pipeline = [
     dict(type='SegRandomGaussianNoise', prob=0.3, var_range=(5.0, 20.0)),
     dict(type='mmseg.RandomRotate', prob=0.5, degree=60, pad_val=0,
          seg_pad_val=0),
-    dict(type='mmseg.RandomFlip', prob=0.5, direction='horizontal',
+    dict(type='SegRandomFlipLUT', prob=0.5, direction='horizontal',
          swap_seg_labels={{_base_.flip_swap_pairs}}),
-    dict(type='mmseg.PhotoMetricDistortion'),
+    dict(type='PhotoMetricDistortionLUT'),
     dict(type='SegResize', height=height, width=width),
     dict(type='SegFilterSmallForeground', min_ratio=0.01),
     dict(type='SegLabelToOutputSize', scale=output_scale),

@@ -24,7 +24,11 @@ strategy = dict(
                              buffer_dtype=None),
         limit_all_gathers=True),
     # 'full': one consolidated checkpoint on rank 0, loadable anywhere
-    # (tools/test.py, init_model, --resume); sharded 'local' is refused.
+    # (tools/test.py, init_model, --resume); 'sharded': a folder in which
+    # each rank writes and reads its own shards (for 5B; consolidate with
+    # tools/model_converters/consolidate_sharded_checkpoint.py). The model is
+    # built on the meta device and initialised one FSDP unit at a time
+    # (the strategy's init_on_meta=True).
     state_dict_cfg='full',
     # check_fn=None: off; a dict (not None) so that a leaf config can set it
     activation_checkpointing=dict(check_fn=None),

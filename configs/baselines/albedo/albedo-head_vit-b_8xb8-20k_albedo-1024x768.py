@@ -2,7 +2,7 @@
 # VisionTransformer, the backbone of DPT and ViTPose; the MAE weights of
 # mmpose's ViTPose-B) under the Sapiens2 albedo head and losses, with the
 # data, pipelines (1024x768) and metric of
-# configs/albedo/sapiens2-0.4b_8xb20-20k_albedo-1024x768.py. Upstream has no
+# configs/albedo/sapiens2-0.4b_16xb10-20k_albedo-1024x768.py. Upstream has no
 # albedo model (docs/baselines.md). Batch 8 per GPU (not measured on a GPU).
 #   tools/dist_train.sh configs/baselines/albedo/albedo-head_vit-b_8xb8-20k_albedo-1024x768.py 8
 _base_ = [

@@ -80,8 +80,9 @@ class DenseTask(BaseTask):
             '--seg-dir', default=None, metavar='DIR',
             help='folder of masks, per photo <stem>.npy (boolean), '
             '<stem>_seg.npy (seg class labels, 0 = background), or an image '
-            '(the photo\'s file name, <stem>.png, <stem>_fg.png; first '
-            'channel > 0); a photo without one uses the whole frame')
+            '(the photo\'s file name, <stem>.png, <stem>_fg.png; palette '
+            'index > 0, else any color channel > 0); a photo without one '
+            'uses the whole frame')
         group.add_argument(
             '--fg-seg', nargs=2, default=None,
             metavar=('SEG_CONFIG', 'SEG_CHECKPOINT'),
@@ -253,8 +254,11 @@ class DenseWriter(TaskWriter):
     def finalize(self, records: List[dict]) -> List[str]:
         outputs = self.outputs
         count = sum(outputs.task in r for r in records)
+        dtype = self.options.get('array_dtype', 'float32')
         files = ' + '.join(
-            f'<stem>{f.suffix}.npy' + (f' ({f.meaning})' if f.meaning else '')
+            f'<stem>{f.suffix}.npy'
+            + (f' ({f.meaning.replace("float32", dtype)})' if f.meaning
+               else '')
             + (f' + <stem>{f.suffix}.png' if f.coloring is not None else '')
             for f in outputs.fields)
         return [f'{outputs.label}: {count} x {files}']

@@ -48,6 +48,16 @@ def parse_ply_step(text: str):
     return step
 
 
+def check_ply_step(value):
+    """``value`` if it is ``'auto'`` or an int >= 1 (``run_inference``'s
+    ``ply_step``, which argparse does not check), else a ValueError."""
+    if value == 'auto' or (isinstance(value, int) and
+                           not isinstance(value, bool) and value >= 1):
+        return value
+    raise ValueError(f"ply_step (--ply-step) must be 'auto' or an integer "
+                     f'>= 1, got {value!r}.')
+
+
 class PointmapWriter(DenseWriter):
     """Per frame the declared maps (:class:`DenseWriter`):
     ``<stem>_pointmap.npy`` (H, W, 3) metres, ``<stem>_depth.npy`` (H, W)
@@ -104,6 +114,22 @@ class PointmapTask(DenseTask):
         'resize_smoothing', ('official', 'none'),
         'before enlarging the pointmap to a larger photo: official (4 x 3x3 '
         'Gaussian blur, sigma 0.8) or none (bilinear resize only)')}
+
+    def inferencer_kwargs(self, device: str = 'cpu', ply_step='auto',
+                          **options) -> dict:
+        """:meth:`DenseTask.inferencer_kwargs`, ``ply_step`` checked first
+        (before the model loads)."""
+        check_ply_step(ply_step)
+        return super().inferencer_kwargs(device, **options)
+
+    def index_options(self, **given) -> dict:
+        """:meth:`DenseTask.index_options` and a ``--ply-step`` other than
+        ``auto`` (the point clouds of one folder share one rule)."""
+        recorded = super().index_options(**given)
+        if given.get('ply_step', 'auto') != 'auto':
+            recorded.setdefault('dense_options', {})['ply_step'] = \
+                given['ply_step']
+        return recorded
 
     def add_cli_arguments(self, parser: argparse.ArgumentParser) -> None:
         super().add_cli_arguments(parser)

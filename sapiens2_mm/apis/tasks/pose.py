@@ -9,6 +9,7 @@ from mmengine.config import Config
 
 from ...registry import TASKS
 from ...utils.setup_env import qualified_type
+from ..inputs import file_identity
 from ..pose_inferencer import BoxFile, DetectorBoxes, PoseInferencer, WholeImageBoxes
 from ..writers import TaskWriter, write_text
 from .base import BaseTask, default_visualization_hooks
@@ -171,6 +172,29 @@ class PoseTask(BaseTask):
         else:
             boxes = WholeImageBoxes()
         return dict(boxes=boxes)
+
+    def index_options(self, bboxes: Optional[str] = None,
+                      det_config: Optional[str] = None,
+                      det_checkpoint: Optional[str] = None,
+                      **options) -> dict:
+        """Non-default box, threshold and drawing options: a re-run with
+        another bbox file (or the same file edited: its size and
+        modification time are recorded), detector or threshold is refused,
+        so one folder never mixes two settings and ``kpt_thr_used`` holds
+        for every frame."""
+        recorded = {}
+        if bboxes:
+            recorded['bboxes'] = [osp.abspath(bboxes), file_identity(bboxes)]
+        if det_config:
+            recorded['det_config'] = osp.abspath(det_config)
+        if det_checkpoint:
+            recorded['det_checkpoint'] = [osp.abspath(det_checkpoint),
+                                          file_identity(det_checkpoint)]
+        defaults = self.options()
+        for key in ('bbox_thr', 'nms_thr', 'kpt_thr', 'radius', 'thickness'):
+            if key in options and options[key] != defaults[key]:
+                recorded[key] = options[key]
+        return {'pose_options': recorded} if recorded else {}
 
     def run_report(self, inferencer) -> List[str]:
         report = getattr(inferencer.boxes, 'report', None)

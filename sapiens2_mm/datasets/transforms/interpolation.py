@@ -69,3 +69,29 @@ def resize_image(img: np.ndarray, height: int, width: int) -> np.ndarray:
 def resize_label(seg: np.ndarray, height: int, width: int) -> np.ndarray:
     """Nearest-neighbour resize of a label map, (H, W) -> (height, width)."""
     return cv2.resize(seg, (width, height), interpolation=cv2.INTER_NEAREST)
+
+
+def nearest_indices(src: int, dst: int,
+                    interpolation: int = cv2.INTER_NEAREST) -> np.ndarray:
+    """The source pixel that a nearest ``cv2.resize`` of one axis from
+    ``src`` to ``dst`` pixels copies into each output pixel.
+
+    cv2 resizes rows and columns independently with an index table that
+    depends only on the two lengths and the flag, so resizing a ramp of
+    indices reads the table out; ``array.take(rows, 0).take(cols, 1)`` then
+    equals the resize of any array (a copy: no value is computed), and a part
+    of the resized map can be made without the rest.
+
+    Args:
+        src: length of the axis before resizing.
+        dst: length after resizing.
+        interpolation: ``cv2.INTER_NEAREST`` (labels) or
+            ``cv2.INTER_NEAREST_EXACT``.
+
+    Returns:
+        np.ndarray: int64 indices into ``range(src)``, shape (dst,).
+    """
+    ramp = np.arange(src, dtype=np.float32)[None]
+    return cv2.resize(ramp, (dst, 1),
+                      interpolation=interpolation)[0].astype(np.int64)
+

@@ -204,15 +204,33 @@ def save_atomic(runner, out_dir: str, filename: str, **kwargs) -> str:
         if is_main_process():
             if osp.isfile(part):
                 fsync_path(part)
-            if osp.isdir(final):
-                _remove(final)  # os.replace cannot replace a directory
-            os.replace(part, final)
+            _replace(part, final)
             fsync_path(out_dir)
     except BaseException:
         if is_main_process():
             _remove(part)
         raise
     return final
+
+
+def _replace(part: str, final: str) -> None:
+    """``os.replace(part, final)``, also when ``final`` is a folder (sharded
+    and DeepSpeed checkpoints), which os.replace cannot replace: the old one
+    is renamed aside (hidden) and removed only once the new one is in place,
+    so there is no moment without either."""
+    if not osp.isdir(final):
+        os.replace(part, final)
+        return
+    head, name = osp.split(final)
+    aside = osp.join(head, f'.{name}.replaced{PART_SUFFIX}')
+    _remove(aside)
+    os.replace(final, aside)
+    try:
+        os.replace(part, final)
+    except BaseException:
+        os.replace(aside, final)  # the old one back under its name
+        raise
+    _remove(aside)
 
 
 class _AtomicSaveRunner:

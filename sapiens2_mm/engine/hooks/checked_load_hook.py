@@ -16,11 +16,7 @@ from mmengine.hooks import Hook
 from mmengine.model import BaseTTAModel, is_model_wrapper
 
 from ...registry import HOOKS
-from ...utils.checkpoint import (
-    check_state_dict,
-    load_state_dict_checked,
-    read_checkpoint,
-)
+from ...utils.checkpoint import check_state_dict, read_checkpoint, require_fit
 from ...utils.official_keys import detect_task, official_to_package
 
 LOAD_POINTS = ('before_run', 'before_train')
@@ -103,19 +99,35 @@ def load_checkpoint_into(model: torch.nn.Module, checkpoint: str,
     Strict (every key and shape must match) unless ``allow_partial``, which
     loads the fitting keys and logs the rest. Returns the tensors loaded.
     """
-    state = map_official_keys(model, read_checkpoint(checkpoint))
+    state = checked_checkpoint_state(model, checkpoint, allow_partial, logger)
+    model.load_state_dict(state, strict=not allow_partial)
+    return len(state)
+
+
+def checked_checkpoint_state(model: torch.nn.Module, checkpoint: str,
+                             allow_partial: bool, logger,
+                             lazy: bool = False) -> Dict[str, torch.Tensor]:
+    """The tensors of ``checkpoint`` to load into ``model``, checked.
+
+    Official keys are mapped; every key and shape must fit, else
+    :class:`CheckpointMismatchError` lists the mismatches. With
+    ``allow_partial`` the fitting tensors are returned and the rest logged.
+    Only names and shapes are compared, so ``model`` may be on the meta
+    device; ``lazy`` maps the file instead of reading it (see
+    :func:`sapiens2_mm.utils.read_checkpoint`).
+    """
+    state = map_official_keys(model, read_checkpoint(checkpoint, lazy=lazy))
     if not allow_partial:
-        load_state_dict_checked(model, state, source=checkpoint)
+        require_fit(model, state, source=checkpoint)
         logger.info(f'Loaded {len(state)} tensors from {checkpoint} (all '
                     'keys and shapes match the model).')
-        return len(state)
+        return state
     own = model.state_dict()
     fitting = {k: v for k, v in state.items()
                if k in own and tuple(v.shape) == tuple(own[k].shape)}
     report = check_state_dict(model, state)
-    model.load_state_dict(fitting, strict=False)
     logger.warning(
         f'Partial load (allow_partial): {len(fitting)} of {len(own)} model '
         f'tensors loaded from {checkpoint}; the rest keep their '
         f'initialization.{report}')
-    return len(fitting)
+    return fitting

@@ -104,28 +104,51 @@ def global_rank() -> int:
 
 
 class InterruptFlag:
-    """Records that SIGINT arrived, then raises KeyboardInterrupt as usual.
+    """Records that SIGINT (Ctrl-C) or SIGTERM (``scancel``, a Slurm time
+    limit or pre-emption, ``kill``) arrived and raises KeyboardInterrupt, so
+    that a terminated run stops like an interrupted one: the work-dir lock
+    released, the resume command printed.
 
     mmengine formats the config with yapf under a bare ``except:`` while it
-    saves a checkpoint, so a Ctrl-C that lands there surfaces as a
+    saves a checkpoint, so a signal that lands there surfaces as a
     ``SyntaxError('Failed to format the config file')``; the flag tells the
     two apart.
+
+    Attributes:
+        seen: a signal arrived.
+        signal: its name (``'SIGINT'`` / ``'SIGTERM'``), else None.
     """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __init__(self):
         self.seen = False
-        self._previous = None
+        self.signal = None
+        self._previous = {}
 
     def __enter__(self):
-        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-            self._previous = signal.signal(signal.SIGINT, self._handle)
+        for signum in self.SIGNALS:
+            # only where nobody else installed a handler
+            if signal.getsignal(signum) in (signal.default_int_handler,
+                                            signal.SIG_DFL):
+                self._previous[signum] = signal.signal(signum, self._handle)
         return self
 
     def __exit__(self, *exc):
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
+        for signum, previous in self._previous.items():
+            if signum == signal.SIGTERM and self.signal == 'SIGTERM':
+                # stopping: a repeated SIGTERM (the launcher forwards the
+                # job's) must not cut the clean-up short
+                previous = signal.SIG_IGN
+            signal.signal(signum, previous)
+        self._previous = {}
         return False
 
     def _handle(self, signum, frame):
+        if self.seen and signum == signal.SIGTERM:
+            # a job's processes all get SIGTERM, and a launcher (torchrun)
+            # forwards it again: stop once, do not break the clean-up
+            return
         self.seen = True
+        self.signal = signal.Signals(signum).name
         raise KeyboardInterrupt

@@ -260,7 +260,10 @@ class Sapiens2(BaseModule):
         must fit, else :class:`CheckpointMismatchError` lists the mismatches.
         The load is logged (mmengine's current logger): the file, the number
         of tensors loaded, and the keys of the file that were not used (the
-        head of a task checkpoint).
+        head of a task checkpoint). A backbone whose parameters are partly on
+        the meta device (initialised one FSDP unit at a time, see
+        ``sapiens2_mm/engine/strategies/meta_init.py``) maps the file and
+        reads only the tensors of its materialised parameters.
         """
         if self.init_cfg and self.init_cfg.get('type') == 'Pretrained':
             from ...utils.checkpoint import (
@@ -271,7 +274,8 @@ class Sapiens2(BaseModule):
             )
             path = self.init_cfg['checkpoint']
             prefix = self.init_cfg.get('prefix', 'backbone.')
-            raw = read_checkpoint(path)
+            partly_meta = any(p.is_meta for p in self.parameters())
+            raw = read_checkpoint(path, lazy=partly_meta)
             state = select_prefix(raw, prefix)
             load_state_dict_checked(self, state, source=path)
             print_log(pretrained_load_message(path, raw, state, prefix),

@@ -25,6 +25,8 @@ import numpy as np
 
 from sapiens2_mm.structures import dense_field, dense_target_fields
 
+from ...transforms.interpolation import nearest_indices
+
 PIXEL_CONVENTIONS = ('center', 'official')
 
 #: Camera matrices in ``results`` that follow the image (``cam_K``) and the
@@ -55,20 +57,92 @@ def _rule(key: str, attr: str, default: str) -> str:
     return default if field is None else getattr(field, attr)
 
 
+def _interpolation(key: str, convention: str) -> int:
+    if _rule(key, 'resize', 'nearest') == 'bilinear':
+        return cv2.INTER_LINEAR
+    if convention == 'center':
+        return cv2.INTER_NEAREST_EXACT
+    return cv2.INTER_NEAREST
+
+
 def resize_field(key: str, value: np.ndarray, size_wh: Tuple[int, int],
                  convention: str = 'center') -> np.ndarray:
     """Resize one target field to ``size_wh`` = (width, height)."""
-    if _rule(key, 'resize', 'nearest') == 'bilinear':
-        interp = cv2.INTER_LINEAR
-    elif convention == 'center':
-        interp = cv2.INTER_NEAREST_EXACT
-    else:
-        interp = cv2.INTER_NEAREST
+    interp = _interpolation(key, convention)
     if value.dtype == bool:
         out = cv2.resize(value.astype(np.uint8), size_wh,
                          interpolation=interp)
         return out.astype(bool)
     return cv2.resize(value, size_wh, interpolation=interp)
+
+
+def _nearest_source(size: int, content: int, before: int, total: int,
+                    out: int, interp: int) -> np.ndarray:
+    """Per output pixel of one axis, the source pixel that a nearest resize
+    ``size -> content``, ``before`` pixels of padding and a nearest resize
+    ``total -> out`` select, or -1 for padding (cv2's index tables,
+    :func:`nearest_indices`, composed)."""
+    in_content = nearest_indices(size, content, interp)
+    padded = nearest_indices(total, out, interp) - before
+    inside = (padded >= 0) & (padded < content)
+    return np.where(inside, in_content[np.clip(padded, 0, content - 1)], -1)
+
+
+def letterbox_field(key: str, value: np.ndarray, content_wh: Tuple[int, int],
+                    padding: Tuple[int, int, int, int],
+                    out_wh: Tuple[int, int],
+                    convention: str = 'center') -> np.ndarray:
+    """A target field letterboxed with the image and brought to the head's
+    output frame in one step, equal (every value) to
+    ``resize_field(key, pad_field(resize_field(key, value, content_wh),
+    padding), out_wh)`` without the full-size map.
+
+    * Nearest fields (all but albedo) are copies: the two index tables are
+      composed (:func:`_nearest_source`) and the output gathered from
+      ``value`` directly.
+    * Bilinear fields (albedo): the content is resized as in the two-step
+      path; when the output frame is the input frame divided by an integer
+      ``k`` that divides the content size and the padding (``align``), every
+      output pixel mixes one k x k block of either padding or content, so
+      the content is reduced alone and padded in the output frame. Otherwise
+      the two steps run as written.
+
+    Args:
+        key: the target field's name (its resize rule).
+        value: the field, shape (H, W) or (H, W, C).
+        content_wh: the resized field's size inside the letterbox.
+        padding: (left, right, top, bottom) of the letterbox, in pixels of
+            the network input.
+        out_wh: the output frame's size (width, height).
+        convention: ``'center'`` or ``'official'``.
+
+    Returns:
+        np.ndarray: the field in the output frame, shape (out_h, out_w) or
+        (out_h, out_w, C), padding 0 (False).
+    """
+    left, right, top, bottom = padding
+    (cw, ch), (ow, oh) = content_wh, out_wh
+    total_w, total_h = cw + left + right, ch + top + bottom
+    interp = _interpolation(key, convention)
+    if interp != cv2.INTER_LINEAR:
+        h, w = value.shape[:2]
+        rows = _nearest_source(h, ch, top, total_h, oh, interp)
+        cols = _nearest_source(w, cw, left, total_w, ow, interp)
+        if (rows < 0).all() or (cols < 0).all():  # only padding is sampled
+            return pad_field(value[:0, :0], (ow, 0, oh, 0))
+        # the content is one block of rows and columns, padding around it
+        r0, r1 = np.flatnonzero(rows >= 0)[[0, -1]]
+        c0, c1 = np.flatnonzero(cols >= 0)[[0, -1]]
+        inner = value.take(rows[r0:r1 + 1], 0).take(cols[c0:c1 + 1], 1)
+        return pad_field(inner, (c0, ow - 1 - c1, r0, oh - 1 - r1))
+    content = resize_field(key, value, content_wh, convention)
+    k = total_w // ow
+    if total_w == k * ow and total_h == k * oh and not (
+            cw % k or ch % k or left % k or top % k):
+        reduced = resize_field(key, content, (cw // k, ch // k), convention)
+        return pad_field(reduced, (left // k, right // k, top // k,
+                                   bottom // k))
+    return resize_field(key, pad_field(content, padding), out_wh, convention)
 
 
 def pad_field(value: np.ndarray, padding: Tuple[int, int, int, int],

@@ -20,6 +20,7 @@ from .fields import (
     flip_extrinsics,
     flip_field,
     flip_intrinsics,
+    letterbox_field,
     pad_field,
     present_fields,
     resize_field,
@@ -37,17 +38,20 @@ def _check_range(name: str, value: Sequence[float]) -> Tuple[float, float]:
 
 
 def _resize_all(results: dict, new_w: int, new_h: int, convention: str,
-                nominal: float, targets: bool = True) -> Tuple[float, float]:
+                nominal: float, targets: bool = True,
+                resize_fields: bool = True) -> Tuple[float, float]:
     """Resize image (bilinear) and, if ``targets``, every target field to
     (new_w, new_h); update the intrinsics. Returns the actual (sx, sy).
 
     The ``'center'`` convention scales the intrinsics by the actual size
-    ratios; ``'official'`` by the ``nominal`` factor on both axes."""
+    ratios; ``'official'`` by the ``nominal`` factor on both axes.
+    ``resize_fields=False`` leaves the target arrays to the caller (who
+    resizes them later) while the intrinsics move as if they were resized."""
     h, w = results['img'].shape[:2]
     sx, sy = new_w / w, new_h / h
     results['img'] = cv2.resize(results['img'], (new_w, new_h),
                                 interpolation=cv2.INTER_LINEAR)
-    if targets:
+    if targets and resize_fields:
         for key in present_fields(results):
             results[key] = resize_field(key, results[key], (new_w, new_h),
                                         convention)
@@ -231,6 +235,14 @@ class DenseResizePad(BaseTransform):
     exactly (see :func:`sapiens2_mm.models.heads.dense.letterbox.
     output_padding`).
 
+    ``output_scale`` < 1 also does the job of a following
+    :class:`DenseToOutputSize` with that scale, with the same result (every
+    array and matrix equal): the target fields go straight to the head's
+    output frame (:func:`~.fields.letterbox_field`) instead of being
+    letterboxed at the input size and resized again, and ``cam_K`` /
+    ``gt_cam_K`` are scaled to that frame; ``output_shape`` is recorded. At
+    4096x3072 this skips a (4096, 3072, 3) float32 map per field.
+
     Args:
         height: output height (1024).
         width: output width (768).
@@ -241,16 +253,20 @@ class DenseResizePad(BaseTransform):
         align: multiple of the resized size and of the left/top padding
             (1: none; 2 for the half-resolution 4K heads). ``height`` and
             ``width`` must be multiples of it.
+        output_scale: the head's output size / input size (1: the targets
+            stay in the input frame; 0.5 for the 4K heads, see above);
+            ``height`` and ``width`` times it must be whole pixels.
 
     Modified keys: ``img``, ``img_shape``, ``padding_size``,
     ``scale_factor`` ((sx, sy) of this resize), ``keep_ratio``, target
-    fields, ``cam_K``, ``gt_cam_K``.
+    fields, ``cam_K``, ``gt_cam_K`` and, with ``output_scale`` < 1,
+    ``output_shape``.
     """
 
     def __init__(self, height: int = 1024, width: int = 768,
                  size_rounding: str = 'round', resize_targets: bool = True,
                  pad_val: float = 0, pixel_convention: str = 'center',
-                 align: int = 1) -> None:
+                 align: int = 1, output_scale: float = 1.0) -> None:
         if size_rounding not in ('round', 'floor'):
             raise ValueError(f"size_rounding must be 'round' or 'floor', got "
                              f'{size_rounding!r}.')
@@ -258,6 +274,15 @@ class DenseResizePad(BaseTransform):
             raise ValueError(
                 f'DenseResizePad align={align} must be >= 1 and divide the '
                 f'output size {height}x{width}.')
+        out_h, out_w = height * output_scale, width * output_scale
+        if not 0 < output_scale <= 1 or out_h != int(out_h) or \
+                out_w != int(out_w):
+            raise ValueError(
+                f'DenseResizePad output_scale={output_scale} must be in (0, '
+                f'1] and give whole pixels of the output size {height}x'
+                f'{width} (e.g. 0.5 for the 4K heads).')
+        self.output_scale = float(output_scale)
+        self.output_hw = (int(out_h), int(out_w))
         self.align = int(align)
         self.height, self.width = height, width
         self.size_rounding = size_rounding
@@ -272,14 +297,18 @@ class DenseResizePad(BaseTransform):
         a = self.align
         new_w = min(max(int(rnd(w * r)) // a * a, a), self.width)
         new_h = min(max(int(rnd(h * r)) // a * a, a), self.height)
+        direct = self.output_scale != 1
+        fields = {key: results[key] for key in present_fields(results)} \
+            if self.resize_targets and direct else {}
         sx, sy = _resize_all(results, new_w, new_h, self.pixel_convention,
-                             r, targets=self.resize_targets)
+                             r, targets=self.resize_targets,
+                             resize_fields=not direct)
         left = (self.width - new_w) // 2 // a * a
         top = (self.height - new_h) // 2 // a * a
         padding = (left, self.width - new_w - left, top,
                    self.height - new_h - top)
         results['img'] = pad_field(results['img'], padding, self.pad_val)
-        if self.resize_targets:
+        if self.resize_targets and not direct:
             for key in present_fields(results):
                 results[key] = pad_field(results[key], padding, 0)
         update_cameras(results, lambda K: shift_intrinsics(K, left, top),
@@ -288,7 +317,26 @@ class DenseResizePad(BaseTransform):
         results['padding_size'] = padding
         results['scale_factor'] = (sx, sy)
         results['keep_ratio'] = True
+        if direct:
+            self._to_output_frame(results, fields, (new_w, new_h), padding)
         return results
+
+    def _to_output_frame(self, results: dict, fields: dict,
+                         content_wh: Tuple[int, int],
+                         padding: Tuple[int, int, int, int]) -> None:
+        """What DenseToOutputSize(scale=output_scale) does after the plain
+        letterbox, with the fields taken from their original size."""
+        out_h, out_w = self.output_hw
+        for key, value in fields.items():
+            results[key] = letterbox_field(key, value, content_wh, padding,
+                                           (out_w, out_h),
+                                           self.pixel_convention)
+        update_cameras(
+            results, lambda K: scale_intrinsics(
+                K, out_w / self.width, out_h / self.height,
+                self.pixel_convention),
+            targets_moved=self.resize_targets)
+        results['output_shape'] = (out_h, out_w)
 
 
 @TRANSFORMS.register_module()

@@ -18,7 +18,10 @@ __all__ = ['SegResize', 'SegRandomResize', 'SegLabelToOutputSize',
            'resize_image', 'resize_label']
 
 
-def _apply(results: dict, height: int, width: int, labels: bool) -> dict:
+def resize_sample(results: dict, height: int, width: int,
+                  labels: bool) -> dict:
+    """Resize ``img`` (official rule) and, if ``labels``, ``gt_seg_map``
+    (nearest) to (height, width); set the size keys."""
     h, w = results['img'].shape[:2]
     results['img'] = resize_image(results['img'], height, width)
     if labels and results.get('gt_seg_map') is not None:
@@ -52,7 +55,8 @@ class SegResize(BaseTransform):
         self.height, self.width, self.test_mode = height, width, test_mode
 
     def transform(self, results: dict) -> dict:
-        return _apply(results, self.height, self.width, not self.test_mode)
+        return resize_sample(results, self.height, self.width,
+                             not self.test_mode)
 
 
 @TRANSFORMS.register_module()
@@ -80,16 +84,21 @@ class SegRandomResize(BaseTransform):
         self.ratio_range = tuple(ratio_range)
         self.keep_ratio = keep_ratio
 
-    def transform(self, results: dict) -> dict:
+    def draw_size(self, h: int, w: int):
+        """Draw the ratio (one ``np.random`` call) and return the new
+        (height, width) of an (h, w) image."""
         ratio = np.random.uniform(*self.ratio_range)
         box_h, box_w = self.height * ratio, self.width * ratio
-        h, w = results['img'].shape[:2]
         if self.keep_ratio:
             scale = min(box_h / h, box_w / w)
             new_h, new_w = int(h * scale + 0.5), int(w * scale + 0.5)
         else:
             new_h, new_w = int(box_h + 0.5), int(box_w + 0.5)
-        return _apply(results, max(new_h, 1), max(new_w, 1), True)
+        return max(new_h, 1), max(new_w, 1)
+
+    def transform(self, results: dict) -> dict:
+        new_h, new_w = self.draw_size(*results['img'].shape[:2])
+        return resize_sample(results, new_h, new_w, True)
 
 
 @TRANSFORMS.register_module()

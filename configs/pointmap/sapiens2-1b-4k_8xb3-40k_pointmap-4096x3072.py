@@ -1,14 +1,16 @@
 # Sapiens2-1B-4K pointmaps (+ metric scale) at 4096x3072 with 2048x1536
 # outputs, fine-tuned from the official 4K pretrain file (no official 4K task
-# model exists; docs/4k.md). Schedule: the 1b 1K recipe (fp32, as the official
-# 1K pointmap recipe; AdamW 5e-4, layer decay 0.9, clip 4, 500 warmup + linear
-# decay over 40k optimizer steps of 24 images) with 1 image per GPU (from the
-# memory estimate, docs/4k.md) and 3 gradient accumulation steps (8 x 1 x 3 =
-# the 1K global batch), so loader iterations = 3 x the optimizer steps. Batch
-# rule (docs/4k.md): the official 1K per-GPU batch x the estimated 4K / 1K
-# capacity (pointmap 3 x 1 / 6 = 0.5), then the largest divisor of the 1K
-# batch, so the global batch and lr stay.
+# model exists; docs/4k.md). Schedule: the 1b 1K recipe, 8 GPUs x 3 images,
+# 40k iterations (AdamW 5e-4, layer decay 0.9, clip 4, 500 warmup + linear
+# decay), FSDP in fp32 as the official 1K pointmap recipe (configs/_base_/
+# strategies/fsdp_fp32.py) and activation checkpointing.
+# Batch rule (docs/4k.md): the largest divisor of the official 1K per-GPU
+# batch that the memory estimate fits on an 80 GB GPU under FSDP with
+# checkpointing; gradient accumulation makes up the rest of the 1K global
+# batch, so the global batch, lr and number of optimizer steps are the 1K
+# recipe's.
 #   python tools/analysis_tools/estimate_memory.py THIS_CONFIG
+#   tools/dist_train.sh THIS_CONFIG 8
 # Backbone: sapiens2_1b with the windowed tokenizer (use_tokenizer=True): 16-px
 # patches pooled per 4x4 window, stride 64, a 64x48 feature map.
 # Head: the 1K decoder (1536, 768, 512, 256) (4 pixel-shuffle stages, x16) plus
@@ -23,9 +25,9 @@ _base_ = [
     './_base_/sapiens2-pointmap.py',
     '../_base_/datasets/pointmap-4096x3072.py',
     '../_base_/schedules/dense_adamw-poly-40k.py',
+    '../_base_/strategies/fsdp_fp32.py',
 ]
 height, width = 4096, 3072
-accumulation = 3
 pretrained = 'checkpoints/sapiens2_1b_4k_pretrain.safetensors'
 model = dict(
     backbone=dict(
@@ -40,18 +42,7 @@ model = dict(
         canonical_focal_length=1536.0,
         upsample_channels=(1536, 768, 512, 256, 128)))
 optim_wrapper = dict(
-    accumulative_counts=accumulation,
     paramwise_cfg=dict(num_layers=40, layer_decay_rate=0.9),
     clip_grad=dict(max_norm=4.0))
-max_iters = 40000 * accumulation
-warmup_iters = 500 * accumulation
-param_scheduler = [
-    dict(type='LinearLR', start_factor=1e-3, by_epoch=False, begin=0,
-         end=warmup_iters),
-    dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False,
-         begin=warmup_iters, end=max_iters),
-]
-train_cfg = dict(max_iters=max_iters, val_interval=1000 * accumulation)
-default_hooks = dict(checkpoint=dict(interval=1000 * accumulation))
-train_dataloader = dict(batch_size=1)
+train_dataloader = dict(batch_size=3)
 auto_scale_lr = dict(enable=False, base_batch_size=24)

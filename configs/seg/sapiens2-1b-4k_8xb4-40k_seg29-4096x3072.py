@@ -1,14 +1,18 @@
 # Sapiens2-1B-4K body-part segmentation (29 classes) at 4096x3072 with
 # 2048x1536 logits, fine-tuned from the official 4K pretrain file (no official
-# 4K task model exists; docs/4k.md). Schedule: the 1b 1K recipe (bf16; AdamW
-# 5e-4, layer decay 0.9, clip 4, 500 warmup + linear decay over 20k optimizer
-# steps of 64 images) with 2 images per GPU (from the memory estimate,
-# docs/4k.md) and 4 gradient accumulation steps (8 x 2 x 4 = the 1K global
-# batch), so loader iterations = 4 x the optimizer steps. Batch rule
-# (docs/4k.md): the official 1K per-GPU batch x the estimated 4K / 1K capacity
-# (seg 8 x 7 / 21 = 2.7), then the largest divisor of the 1K batch, so the
-# global batch and lr stay.
+# 4K task model exists; docs/4k.md). Schedule: the 1b 1K recipe (AdamW 5e-4,
+# layer decay 0.9, clip 4, 500 warmup + linear decay over 20k optimizer steps
+# of 64 images), FSDP with bf16 parameters and autocast (configs/_base_/
+# strategies/fsdp_bf16.py) and activation checkpointing, with 4 images per GPU
+# and 2 gradient accumulation steps (8 x 4 x 2 = the 1K global batch), so
+# loader iterations = 2 x the optimizer steps.
+# Batch rule (docs/4k.md): the largest divisor of the official 1K per-GPU
+# batch that the memory estimate fits on an 80 GB GPU under FSDP with
+# checkpointing; gradient accumulation makes up the rest of the 1K global
+# batch, so the global batch, lr and number of optimizer steps are the 1K
+# recipe's.
 #   python tools/analysis_tools/estimate_memory.py THIS_CONFIG
+#   tools/dist_train.sh THIS_CONFIG 8
 # Backbone: sapiens2_1b with the windowed tokenizer (use_tokenizer=True): 16-px
 # patches pooled per 4x4 window, stride 64, a 64x48 feature map.
 # Head: the 1K SegHead (4 deconvs, x16) plus one more x2 deconv (x32): 64x48 ->
@@ -22,9 +26,10 @@ _base_ = [
     './_base_/sapiens2-seg29.py',
     '../_base_/datasets/seg29-4096x3072.py',
     '../_base_/schedules/seg_adamw-poly-20k.py',
+    '../_base_/strategies/fsdp_bf16.py',
 ]
 height, width = 4096, 3072
-accumulation = 4
+accumulation = 2
 pretrained = 'checkpoints/sapiens2_1b_4k_pretrain.safetensors'
 model = dict(
     data_preprocessor=dict(size=(height, width)),
@@ -52,5 +57,5 @@ param_scheduler = [
 ]
 train_cfg = dict(max_iters=max_iters, val_interval=1000 * accumulation)
 default_hooks = dict(checkpoint=dict(interval=1000 * accumulation))
-train_dataloader = dict(batch_size=2)
+train_dataloader = dict(batch_size=4)
 auto_scale_lr = dict(enable=False, base_batch_size=64)

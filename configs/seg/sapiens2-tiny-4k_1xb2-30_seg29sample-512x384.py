@@ -1,19 +1,21 @@
 # Tiny 4K-shaped Sapiens2 body-part model: the path of the 1B-4K config
-# (sapiens2-1b-4k_8xb2-80k_seg29-4096x3072.py) at CPU size. The tokenizer is on
-# (stride 64: a 256x192 input gives a 4x3 feature map), the head has the 4K
-# head's five x2 deconvs and predicts at half the input (128x96, as 2048x1536
-# for 4096x3072), training labels come down to 128x96 (SegLabelToOutputSize)
-# and the test scores the logits resized once to each photo's original size.
+# (sapiens2-1b-4k_8xb4-40k_seg29-4096x3072.py) at CPU size. The tokenizer is on
+# (stride 64: a 512x384 input gives the 8x6 feature map of the tiny 1K config
+# sapiens2-tiny_1xb2-30_seg29sample-128x96.py), the head has the 4K head's five
+# x2 deconvs and predicts at half the input (256x192, twice the tiny 1K
+# output, as 2048x1536 for 4096x3072 against 1024x768), training labels come
+# down to 256x192 (SegLabelToOutputSize) and the test scores the logits
+# resized once to each photo's original size.
 # Trains on the bundled sample (tests/data/seg_sample) in seconds: a smoke test,
 # not a model to use.
-#   python tools/train.py configs/seg/sapiens2-tiny-4k_1xb2-30_seg29sample-256x192.py
+#   python tools/train.py configs/seg/sapiens2-tiny-4k_1xb2-30_seg29sample-512x384.py
 _base_ = [
     '../_base_/default_runtime.py',
     './_base_/sapiens2-seg29.py',
     '../_base_/datasets/seg29-4096x3072.py',
     '../_base_/schedules/seg_adamw-poly-20k.py',
 ]
-height, width = 256, 192
+height, width = 512, 384
 tiny_arch = dict(_delete_=True, embed_dims=64, num_layers=4, num_heads=4,
                  feedforward_channels=256, num_tokenizer_layers=2)
 model = dict(
