@@ -70,7 +70,8 @@ def test_prepare_test_config_applies_every_rewrite(tmp_path):
     (load, ) = _hooks(cfg, 'CheckedCheckpointLoadHook')
     assert load['checkpoint'] == str(ckpt)
     assert cfg.test_evaluator[-1] == dict(
-        type='AtomicDumpResults', out_file_path=str(tmp_path / 'preds.pkl'))
+        type='sapiens2_mm.AtomicDumpResults',
+        out_file_path=str(tmp_path / 'preds.pkl'))
     (speed, ) = _hooks(cfg, 'InferenceSpeedHook')
     assert speed == dict(type='sapiens2_mm.InferenceSpeedHook', compile=True,
                          dtype='fp32')

@@ -96,9 +96,11 @@ def test_stock_configs_keep_their_scope_and_upstream_model():
 @pytest.mark.parametrize('name', sorted(SAMPLE_BASELINES))
 def test_our_tools_train_and_test_stock_configs(name, trained, tmp_path):
     config, key = SAMPLE_BASELINES[name]
+    out = tmp_path / 'preds.pkl'  # --out inserts our dump metric, scoped
     metrics = test_tool.main([config, trained[name], '--work-dir',
-                              str(tmp_path)])
+                              str(tmp_path), '--out', str(out)])
     assert math.isfinite(float(metrics[key]))
+    assert out.stat().st_size > 0
     with open(tmp_path / 'test_metrics.json') as f:
         assert json.load(f)[key] == pytest.approx(float(metrics[key]))
 
