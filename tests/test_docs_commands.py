@@ -65,6 +65,21 @@ BENCH_SEG = 'tests/test_tools/test_benchmark_inference.py::' \
 TINY_PRETRAIN = osp.join(REPO_DIR, 'configs', 'pretrain',
                          'sapiens2-tiny_pretrain-cpu-64x48.py')
 
+BASELINES = 'tests/test_tools/test_baselines.py::'
+CUSTOM = 'tests/test_tools/test_custom_data.py::'
+COMPARE = 'tests/test_tools/test_compare_models.py::test_documented_comparison'
+RES18_SAMPLE = 'configs/baselines/pose/td-hm_res18_1xb12-300_cocosample-128x96.py'
+SEGFORMER_SAMPLE = ('configs/baselines/seg/'
+                    'segformer_mit-b0_1xb2-30_seg29sample-128x96.py')
+
+
+def documented_comparison(family: str) -> str:
+    """The compare_models.py command of docs/baselines.md for a family
+    (built where the test that runs it defines the models)."""
+    from tests.test_tools.test_compare_models import documented_command
+    return documented_command(family)
+
+
 # command -> ('test', name in this file or path::name) or ('reason', why not).
 COVERAGE = {
     'bash tools/run_sample_job.sh': ('reason', (
@@ -366,6 +381,39 @@ COVERAGE = {
     'python tools/train.py configs/pose/'
     'sapiens2-tiny-4k_1xb12-300_sapiens308sample-512x384.py': (
         'test', TINY_4K_TRAIN),
+    # Baselines and own data (docs/baselines.md, docs/custom_data.md).
+    'python tools/train.py ' + RES18_SAMPLE + ' --work-dir work_dirs/pose_res18':
+        ('test', BASELINES + 'test_our_tools_train_and_test_stock_configs'),
+    'python tools/test.py ' + RES18_SAMPLE +
+    ' work_dirs/pose_res18/iter_300.pth':
+        ('test', BASELINES + 'test_our_tools_train_and_test_stock_configs'),
+    'python tools/infer.py pose ' + RES18_SAMPLE +
+    ' work_dirs/pose_res18/iter_300.pth --input tests/data/coco_sample '
+    '--output out/res18 --bboxes tests/data/coco_sample/test_coco.json': (
+        'test', 'tests/test_apis/test_foreign_models.py::'
+        'test_infer_cli_runs_a_stock_pose_config'),
+    'python -m sapiens2_mm.upstream mmpose train ' + RES18_SAMPLE:
+        ('test', BASELINES + 'test_mmpose_own_tools_run_the_stock_config'),
+    'python -m sapiens2_mm.upstream mmseg test ' + SEGFORMER_SAMPLE +
+    ' work_dirs/seg_segformer/iter_30.pth':
+        ('test', BASELINES + 'test_mmseg_own_tools_run_the_stock_config'),
+    'python -m sapiens2_mm.upstream mmpose analysis_tools/get_flops ' +
+    RES18_SAMPLE + ' --input-shape 128 96': ('test', BASELINES + (
+        'test_python_m_entry_runs_a_tool_that_imports_mmpose_first')),
+    'python tools/analysis_tools/get_flops.py ' + SEGFORMER_SAMPLE: (
+        'test', 'tests/test_apis/test_model_cost.py::'
+        'test_get_flops_cli_names_source_conventions_and_build'),
+    **{documented_comparison(family): ('test', COMPARE)
+       for family in ('pose', 'seg', 'normal')},
+    'python tools/train.py configs/examples/pose/'
+    'sapiens2-tiny_1xb12-300_hand21-128x96.py':
+        ('test', CUSTOM + 'test_21_hand_keypoints_train_and_test'),
+    'python tools/train.py configs/examples/seg/'
+    'sapiens2-tiny_1xb2-30_parts20-128x96.py':
+        ('test', CUSTOM + 'test_adapted_20_class_config_trains_and_tests'),
+    'python tools/train.py configs/examples/normal/'
+    'sapiens2-tiny_1xb2-30_normal-png-128x96.py':
+        ('test', CUSTOM + 'test_png_normals_without_masks_train_and_test'),
 }
 
 

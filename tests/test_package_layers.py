@@ -25,7 +25,7 @@ REPO_DIR = osp.dirname(osp.dirname(osp.abspath(__file__)))
 #: Floor of each subpackage (and top-level module): 3 inference, 2 models,
 #: data, training and drawing, 1 what they all share.
 FLOORS = {
-    'apis': 3,
+    'apis': 3, 'upstream': 3,
     'engine': 2, 'evaluation': 2, 'datasets': 2, 'models': 2,
     'visualization': 2,
     'codecs': 1, 'structures': 1, 'utils': 1, 'runtime': 1, 'metainfo': 1,

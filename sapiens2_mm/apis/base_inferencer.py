@@ -23,7 +23,7 @@ from mmengine.config import Config
 from mmengine.dataset import Compose
 from torch import nn
 
-from ..utils import register_all_modules
+from ..utils import in_config_scope, register_all_modules
 from .inputs import Frame, FrameReader, InputType
 from .runner import Runner
 
@@ -44,7 +44,8 @@ def inference_pipeline(cfg: Config, task: Optional[str] = None) -> Compose:
         spec = get_task(task) if task else find_task(cfg)
         pipeline = spec.default_inference_pipeline(cfg)
     steps = [t for t in pipeline if 'Load' not in str(t['type'])]
-    return Compose(steps)
+    with in_config_scope(cfg):  # a stock mmpose config's 'TopdownAffine'
+        return Compose(steps)
 
 
 class BaseInferencer(metaclass=ABCMeta):

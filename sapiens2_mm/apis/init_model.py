@@ -21,6 +21,7 @@ from ..registry import MODELS
 from ..runtime.devices import check_device
 from ..utils import (
     detect_task,
+    in_config_scope,
     load_state_dict_checked,
     official_to_package,
     read_checkpoint,
@@ -122,6 +123,8 @@ def init_model(config: ConfigType,
     spec = find_task(cfg)
     task = spec.name
     backbone = cfg.model.get('backbone')
+    if 'pretrained' in cfg.model:  # mmseg's way to name backbone weights
+        cfg.model.pretrained = None
     if backbone is not None:
         backbone['init_cfg'] = None
         # Activation checkpointing only slows inference down.
@@ -130,7 +133,8 @@ def init_model(config: ConfigType,
     spec.prepare_model_config(cfg)
     meta = spec.dataset_meta(cfg)  # before building: config errors first
     try:
-        model = MODELS.build(cfg.model)
+        with in_config_scope(cfg):  # stock mmpose / mmseg configs too
+            model = MODELS.build(cfg.model)
     except KeyError as err:
         message = unknown_type_message(err)
         if message is None:

@@ -38,13 +38,21 @@ from ..utils.output_paths import (
 from ..utils.safe_torch_load import allow_mmengine_checkpoint_globals
 from ..utils.sharded_checkpoint import is_sharded_checkpoint, read_extra_state
 from ..utils.work_dir import checkpoint_problem, find_resume_checkpoint
+from .class_check import ClassMismatchError, check_config_classes
 from .init_model import load_config as read_config
 from .tasks import find_task
 
 AMP_DTYPE = 'bfloat16'  # bf16: fp16 overflows in ViT heads
 CHECKPOINT_HOOKS = ('CheckpointHook', 'mmengine.CheckpointHook')
-LOAD_HOOK = 'CheckedCheckpointLoadHook'
-DUMP_METRIC = 'AtomicDumpResults'
+# Everything inserted into a config names its scope: the tools run configs of
+# any scope (a stock mmpose config has default_scope='mmpose', where an
+# unprefixed 'AtomicCheckpointHook' is not found).
+SCOPE = 'sapiens2_mm.'
+LOAD_HOOK = SCOPE + 'CheckedCheckpointLoadHook'
+ATOMIC_CHECKPOINT_HOOK = SCOPE + 'AtomicCheckpointHook'
+RNG_STATE_HOOK = SCOPE + 'RNGStateHook'
+SPEED_HOOK = SCOPE + 'InferenceSpeedHook'
+DUMP_METRIC = SCOPE + 'AtomicDumpResults'
 
 
 class RunConfigError(ValueError):
@@ -265,7 +273,7 @@ def _with_load_hook(cfg: Config, **hook_args) -> None:
     """Replace any CheckedCheckpointLoadHook of ``cfg`` by one with
     ``hook_args``."""
     hooks = [h for h in (cfg.get('custom_hooks') or [])
-             if LOAD_HOOK not in str(h.get('type'))]
+             if 'CheckedCheckpointLoadHook' not in str(h.get('type'))]
     cfg.custom_hooks = hooks + [dict(type=LOAD_HOOK, **hook_args)]
 
 
@@ -312,7 +320,7 @@ def use_atomic_checkpoints(cfg: Config,
     arguments; saves that fail half-way keep the previous checkpoint)."""
     hook = (cfg.get('default_hooks') or {}).get('checkpoint')
     if isinstance(hook, dict) and hook.get('type') in CHECKPOINT_HOOKS:
-        hook['type'] = 'AtomicCheckpointHook'
+        hook['type'] = ATOMIC_CHECKPOINT_HOOK
         if notes is not None:
             notes.append('default_hooks.checkpoint: CheckpointHook replaced '
                          'by AtomicCheckpointHook (atomic saves).')
@@ -321,9 +329,9 @@ def use_atomic_checkpoints(cfg: Config,
 def add_rng_state_hook(cfg: Config) -> None:
     """Checkpoint RNG states so a resumed run continues the same stream."""
     hooks = list(cfg.get('custom_hooks') or [])
-    if not any(h.get('type') in ('RNGStateHook', 'sapiens2_mm.RNGStateHook')
+    if not any(h.get('type') in ('RNGStateHook', RNG_STATE_HOOK)
                for h in hooks):
-        hooks.append(dict(type='RNGStateHook'))
+        hooks.append(dict(type=RNG_STATE_HOOK))
     cfg.custom_hooks = hooks
 
 
@@ -355,6 +363,16 @@ def check_strategy(cfg: Config) -> None:
                 f"'DeepSpeedOptimWrapper', got {wrapper!r}.")
 
 
+def check_classes(cfg: Config) -> None:
+    """Refuse a config whose places disagree about the classes or
+    keypoints (:func:`~sapiens2_mm.apis.class_check.check_config_classes`):
+    it would train or test with swapped or shifted labels."""
+    try:
+        check_config_classes(cfg)
+    except ClassMismatchError as err:
+        raise RunConfigError(str(err)) from err
+
+
 def prepare_train_config(cfg: Config, *, work_dir: Optional[str] = None,
                          launcher: str = 'none', resume: Optional[str] = None,
                          amp: bool = False, load_partial: bool = False,
@@ -384,6 +402,9 @@ def prepare_train_config(cfg: Config, *, work_dir: Optional[str] = None,
        stream it left.
     7. FSDP / DeepSpeed set-ups that cannot run are refused
        (:func:`check_strategy`).
+    8. A config whose head, losses, datasets, annotation loader and flip
+       pairs disagree about the classes (or keypoints) is refused, naming
+       each place (:func:`check_classes`).
 
     Args:
         cfg: a config from :func:`load_config`.
@@ -412,6 +433,7 @@ def prepare_train_config(cfg: Config, *, work_dir: Optional[str] = None,
     use_atomic_checkpoints(cfg, notes)
     add_rng_state_hook(cfg)
     check_strategy(cfg)
+    check_classes(cfg)
     return cfg
 
 
@@ -621,6 +643,7 @@ def prepare_test_config(cfg: Config, checkpoint: str, *,
     6. ``compiled`` / ``dtype='bf16'``: ``InferenceSpeedHook`` compiles the
        network and/or runs it under bf16 autocast (the dtype is checked
        against the device first).
+    7. Class / keypoint disagreements are refused (:func:`check_classes`).
 
     Args:
         cfg: a config from :func:`load_config`.
@@ -649,6 +672,7 @@ def prepare_test_config(cfg: Config, checkpoint: str, *,
         raise RunConfigError(
             f'{cfg.filename} has no test_dataloader/test_evaluator to test '
             'with.')
+    check_classes(cfg)
     if out:
         add_dump(cfg, out)
     images_dir = enable_show_dir(cfg, show_dir) if show_dir else None
@@ -661,5 +685,5 @@ def prepare_test_config(cfg: Config, checkpoint: str, *,
             raise RunConfigError(str(err)) from err
     if compiled or dtype != 'fp32':
         cfg.custom_hooks = list(cfg.get('custom_hooks') or []) + [
-            dict(type='InferenceSpeedHook', compile=compiled, dtype=dtype)]
+            dict(type=SPEED_HOOK, compile=compiled, dtype=dtype)]
     return images_dir

@@ -297,7 +297,8 @@ def test_tta_wraps_the_seg_model_and_runs(tmp_path):
     ckpt = str(tmp_path / 'random.pth')
     torch.save({'state_dict': MODELS.build(plain.model).state_dict()}, ckpt)
     cfg = test_tool.build_cfg(test_tool.parse_args([SEG_TINY, ckpt, '--tta']))
-    assert cfg.model.type == 'SegFlipTTAModel'
+    # the sample base names its types with their scope (any default_scope)
+    assert cfg.model.type == 'sapiens2_mm.SegFlipTTAModel'
     assert cfg.model.module.type == plain.model.type
     assert cfg.test_dataloader.dataset.pipeline == plain.tta_pipeline
     # End to end with random weights: the flip-averaged model is evaluated.
@@ -456,7 +457,8 @@ def test_plain_checkpoint_hook_is_made_atomic():
     cfg.default_hooks.checkpoint.type = 'CheckpointHook'
     notes = []
     run_config.use_atomic_checkpoints(cfg, notes)
-    assert cfg.default_hooks.checkpoint.type == 'AtomicCheckpointHook'
+    assert cfg.default_hooks.checkpoint.type == \
+        'sapiens2_mm.AtomicCheckpointHook'
     assert cfg.default_hooks.checkpoint.max_keep_ckpts == 3  # arguments kept
     assert 'AtomicCheckpointHook' in notes[0]
     base = Config.fromfile(osp.join(REPO_DIR, 'configs', '_base_',

@@ -8,12 +8,13 @@ import numpy as np
 from mmengine.config import Config
 
 from ...registry import TASKS
+from ...utils.setup_env import qualified_type
 from ..inputs import file_identity
 from ..pose_inferencer import BoxFile, DetectorBoxes, PoseInferencer, WholeImageBoxes
 from ..writers import TaskWriter, write_text
 from .base import BaseTask, default_visualization_hooks
 
-POSE_MODEL_TYPES = ('mmpose.TopdownPoseEstimator', 'TopdownPoseEstimator')
+POSE_MODEL_TYPES = ('mmpose.TopdownPoseEstimator', )
 
 
 def pose_dataset_meta(cfg: Config) -> dict:
@@ -38,7 +39,7 @@ def pose_dataset_meta(cfg: Config) -> dict:
         metainfo = dataset.metainfo
     elif dataset.get('type') is not None:
         cls = dataset.type if isinstance(dataset.type, type) else \
-            DATASETS.get(dataset.type)
+            DATASETS.get(qualified_type(cfg, dataset.type))
         if cls is None:
             raise ValueError(
                 f'The test dataset type {dataset.type!r} is not registered '
@@ -118,7 +119,7 @@ class PoseTask(BaseTask):
     inferencer = PoseInferencer
 
     def matches(self, cfg: Config) -> bool:
-        return cfg.model.get('type') in POSE_MODEL_TYPES
+        return qualified_type(cfg, cfg.model.get('type')) in POSE_MODEL_TYPES
 
     def dataset_meta(self, cfg: Config) -> dict:
         return pose_dataset_meta(cfg)
