@@ -10,30 +10,24 @@ import glob
 import os.path as osp
 import re
 import shutil
-import sys
 
+import coco_wholebody_to_sapiens308 as wholebody_to_308
 import cv2
+import infer
 import numpy as np
+import publish_model
 import pytest
+import sapiens2_mm_to_official as mm_to_official
+import sapiens2_official_to_mm as official_to_mm
+import test as test_tool
+import train as train_tool
 
-from tests.conftest import PARITY_DIR, REPO_DIR
+from tests.conftest import COCO_DIR, PARITY_DIR, PHOTO, REPO_DIR
 from tests.tiny_variants import (
-    COCO,
-    PHOTO,
     random_checkpoint,
     read_json,
     tiny_variant,
 )
-
-for sub in ('tools', 'tools/model_converters', 'tools/dataset_converters'):
-    sys.path.insert(0, osp.join(REPO_DIR, sub))
-import coco_wholebody_to_sapiens308 as wholebody_to_308  # noqa: E402
-import infer  # noqa: E402
-import publish_model  # noqa: E402
-import sapiens2_mm_to_official as mm_to_official  # noqa: E402
-import sapiens2_official_to_mm as official_to_mm  # noqa: E402
-import test as test_tool  # noqa: E402
-import train as train_tool  # noqa: E402
 
 TINY_SEG = osp.join(REPO_DIR, 'configs', 'seg',
                     'sapiens2-tiny_1xb2-30_seg29sample-128x96.py')
@@ -71,6 +65,21 @@ BENCH_SEG = 'tests/test_tools/test_benchmark_inference.py::' \
 TINY_PRETRAIN = osp.join(REPO_DIR, 'configs', 'pretrain',
                          'sapiens2-tiny_pretrain-cpu-64x48.py')
 
+BASELINES = 'tests/test_tools/test_baselines.py::'
+CUSTOM = 'tests/test_tools/test_custom_data.py::'
+COMPARE = 'tests/test_tools/test_compare_models.py::test_documented_comparison'
+RES18_SAMPLE = 'configs/baselines/pose/td-hm_res18_1xb12-300_cocosample-128x96.py'
+SEGFORMER_SAMPLE = ('configs/baselines/seg/'
+                    'segformer_mit-b0_1xb2-30_seg29sample-128x96.py')
+
+
+def documented_comparison(family: str) -> str:
+    """The compare_models.py command of docs/baselines.md for a family
+    (built where the test that runs it defines the models)."""
+    from tests.test_tools.test_compare_models import documented_command
+    return documented_command(family)
+
+
 # command -> ('test', name in this file or path::name) or ('reason', why not).
 COVERAGE = {
     'bash tools/run_sample_job.sh': ('reason', (
@@ -78,6 +87,9 @@ COVERAGE = {
         'iterations; its train/test/infer steps run here as tiny variants')),
     'bash tools/run_tests.sh': ('reason', (
         'reinstalls .venv and runs the whole suite, which includes this test')),
+    'bash tools/run_tests.sh -m "not slow"': ('reason', (
+        'reinstalls .venv and runs the suite without the slow-marked tests, '
+        'which includes this test')),
     'source .venv/bin/activate': ('reason', (
         'shell set-up; the tests already run in that environment')),
     'python tools/model_converters/sapiens2_official_to_mm.py '
@@ -369,6 +381,39 @@ COVERAGE = {
     'python tools/train.py configs/pose/'
     'sapiens2-tiny-4k_1xb12-300_sapiens308sample-512x384.py': (
         'test', TINY_4K_TRAIN),
+    # Baselines and own data (docs/baselines.md, docs/custom_data.md).
+    'python tools/train.py ' + RES18_SAMPLE + ' --work-dir work_dirs/pose_res18':
+        ('test', BASELINES + 'test_our_tools_train_and_test_stock_configs'),
+    'python tools/test.py ' + RES18_SAMPLE +
+    ' work_dirs/pose_res18/iter_300.pth':
+        ('test', BASELINES + 'test_our_tools_train_and_test_stock_configs'),
+    'python tools/infer.py pose ' + RES18_SAMPLE +
+    ' work_dirs/pose_res18/iter_300.pth --input tests/data/coco_sample '
+    '--output out/res18 --bboxes tests/data/coco_sample/test_coco.json': (
+        'test', 'tests/test_apis/test_foreign_models.py::'
+        'test_infer_cli_runs_a_stock_pose_config'),
+    'python -m sapiens2_mm.upstream mmpose train ' + RES18_SAMPLE:
+        ('test', BASELINES + 'test_mmpose_own_tools_run_the_stock_config'),
+    'python -m sapiens2_mm.upstream mmseg test ' + SEGFORMER_SAMPLE +
+    ' work_dirs/seg_segformer/iter_30.pth':
+        ('test', BASELINES + 'test_mmseg_own_tools_run_the_stock_config'),
+    'python -m sapiens2_mm.upstream mmpose analysis_tools/get_flops ' +
+    RES18_SAMPLE + ' --input-shape 128 96': ('test', BASELINES + (
+        'test_python_m_entry_runs_a_tool_that_imports_mmpose_first')),
+    'python tools/analysis_tools/get_flops.py ' + SEGFORMER_SAMPLE: (
+        'test', 'tests/test_apis/test_model_cost.py::'
+        'test_get_flops_cli_names_source_conventions_and_build'),
+    **{documented_comparison(family): ('test', COMPARE)
+       for family in ('pose', 'seg', 'normal')},
+    'python tools/train.py configs/examples/pose/'
+    'sapiens2-tiny_1xb12-300_hand21-128x96.py':
+        ('test', CUSTOM + 'test_21_hand_keypoints_train_and_test'),
+    'python tools/train.py configs/examples/seg/'
+    'sapiens2-tiny_1xb2-30_parts20-128x96.py':
+        ('test', CUSTOM + 'test_adapted_20_class_config_trains_and_tests'),
+    'python tools/train.py configs/examples/normal/'
+    'sapiens2-tiny_1xb2-30_normal-png-128x96.py':
+        ('test', CUSTOM + 'test_png_normals_without_masks_train_and_test'),
 }
 
 
@@ -566,7 +611,7 @@ def test_infer_seg_video_and_photos(clip, photos, tmp_path):
 
 def test_wholebody_to_308_converter(tmp_path):
     out = str(tmp_path / 'coco_wholebody_val_308.json')
-    wholebody_to_308.main([osp.join(COCO, 'test_coco_wholebody.json'), out])
+    wholebody_to_308.main([osp.join(COCO_DIR, 'test_coco_wholebody.json'), out])
     data = read_json(out)
     assert data['annotations']
     assert all(np.asarray(a['goliath_wholebody_kpts']).size == 308 * 3
@@ -662,6 +707,7 @@ def test_init_cfg_override_on_a_config_whose_init_cfg_is_none(tmp_path):
             'head.final_layer.weight.') in log
 
 
+@pytest.mark.slow  # trains and tests: 34 s
 def test_tiny_308_config_trains_and_tests(tmp_path):
     """Issue 18: the flagship 308-keypoint task had no sample config. The
     bundled annotations are the converter's output for the bundled
@@ -671,10 +717,10 @@ def test_tiny_308_config_trains_and_tests(tmp_path):
     config = osp.join(REPO_DIR, 'configs', 'pose',
                       'sapiens2-tiny_1xb12-300_sapiens308sample-128x96.py')
     converted = str(tmp_path / 'converted.json')
-    wholebody_to_308.main([osp.join(COCO, 'test_coco_wholebody.json'),
+    wholebody_to_308.main([osp.join(COCO_DIR, 'test_coco_wholebody.json'),
                            converted])
     with open(converted, 'rb') as f, open(
-            osp.join(COCO, 'test_sapiens308.json'), 'rb') as g:
+            osp.join(COCO_DIR, 'test_sapiens308.json'), 'rb') as g:
         assert f.read() == g.read()
     work = str(tmp_path / 'pose308_tiny')
     train_tool.main([config, '--work-dir', work, '--cfg-options',

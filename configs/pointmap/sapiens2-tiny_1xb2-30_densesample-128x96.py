@@ -4,9 +4,9 @@
 # head, official losses, metric, visualization), not a model to use.
 #   python tools/train.py configs/pointmap/sapiens2-tiny_1xb2-30_densesample-128x96.py
 default_scope = 'sapiens2_mm'
-_base_ = ['../_base_/default_runtime.py']
-height, width = 128, 96
-data_root = 'tests/data/dense_sample/'
+_base_ = ['../_base_/default_runtime.py',
+          '../_base_/datasets/dense_sample.py']
+height, width = 128, 96  # the sample base's size
 
 model = dict(
     type='DenseEstimator',
@@ -52,38 +52,10 @@ model = dict(
     train_cfg=dict(),
     test_cfg=dict(mode='whole', flip_test=False))
 
-train_pipeline = [
-    dict(type='Sapiens2LoadImage'),
-    dict(type='LoadDenseAnnotations'),
-    # cx -> W - 1 - cx, first row of the extrinsics negated
-    dict(type='DenseRandomFlip', prob=0.5),
-    dict(type='DenseResizePad', height=height, width=width),
-    dict(type='PointmapGenerateTarget', canonical_focal_length=768.0),
-    dict(type='PackDenseInputs'),
-]
-# The image is letterboxed, the targets keep the original size (the
-# prediction is un-letterboxed and scored there).
-test_pipeline = [
-    dict(type='Sapiens2LoadImage'),
-    dict(type='LoadDenseAnnotations'),
-    dict(type='DenseResizePad', height=height, width=width,
-         size_rounding='floor', resize_targets=False),
-    # the canonical scale is 768 / fx of the letterboxed input
-    dict(type='PointmapGenerateTarget', canonical_focal_length=768.0),
-    dict(type='PackDenseInputs', test_mode=True),
-]
-train_dataloader = dict(
-    batch_size=2, num_workers=0, persistent_workers=False,
-    sampler=dict(type='InfiniteSampler', shuffle=True),
-    dataset=dict(type='PointmapDataset', data_root=data_root,
-                 pipeline=train_pipeline))
-val_dataloader = dict(
-    batch_size=4, num_workers=0, persistent_workers=False,
-    sampler=dict(type='DefaultSampler', shuffle=False),
-    dataset=dict(type='PointmapDataset', data_root=data_root, test_mode=True,
-                 pipeline=test_pipeline))
+train_dataloader = _base_.dense_sample_pointmap_train_dataloader
+val_dataloader = _base_.dense_sample_pointmap_test_dataloader
 test_dataloader = val_dataloader
-val_evaluator = dict(type='PointmapMetric')
+val_evaluator = _base_.dense_sample_pointmap_evaluator
 test_evaluator = val_evaluator
 
 max_iters = 30

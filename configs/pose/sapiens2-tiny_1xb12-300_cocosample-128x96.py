@@ -1,9 +1,10 @@
 # A tiny Sapiens2 pose model that overfits the 12 labelled people (of 14) of the bundled COCO
 # sample (tests/data/coco_sample) on a CPU: checks that codec, transforms, head,
 # flip test, decoding, crop->image mapping and mmpose's CocoMetric agree.
+# Data, loaders and metric: ../_base_/datasets/coco_sample.py.
 # Run: python tools/train.py configs/pose/sapiens2-tiny_1xb12-300_cocosample-128x96.py
-_base_ = ['../_base_/default_runtime.py', './_base_/sapiens2-pose.py']
-data_root = 'tests/data/coco_sample/'
+_base_ = ['../_base_/default_runtime.py', './_base_/sapiens2-pose.py',
+          '../_base_/datasets/coco_sample.py']
 codec = dict(type='Sapiens2UDPHeatmap', input_size=(96, 128),
              heatmap_size=(24, 32), sigma=1.5, blur_kernel_size=7,
              decode_mapping='consistent')
@@ -36,19 +37,14 @@ val_pipeline = [
     dict(type='Sapiens2TopdownAffine', input_size=codec['input_size']),
     dict(type='mmpose.PackPoseInputs'),
 ]
-dataset = dict(type='mmpose.CocoDataset', data_root=data_root,
-               ann_file='test_coco.json', data_prefix=dict(img=''))
-train_dataloader = dict(
-    batch_size=12, num_workers=0,
-    sampler=dict(type='InfiniteSampler', shuffle=True),
-    dataset=dict(**dataset, pipeline=train_pipeline))
+dataset = _base_.coco_sample_dataset
+train_dataloader = dict(**_base_.coco_sample_train_loader,
+                        dataset=dict(**dataset, pipeline=train_pipeline))
 val_dataloader = dict(
-    batch_size=12, num_workers=0, drop_last=False,
-    sampler=dict(type='DefaultSampler', shuffle=False, round_up=False),
+    **_base_.coco_sample_test_loader,
     dataset=dict(**dataset, test_mode=True, pipeline=val_pipeline))
 test_dataloader = val_dataloader
-val_evaluator = dict(type='mmpose.CocoMetric',
-                     ann_file=data_root + 'test_coco.json')
+val_evaluator = _base_.coco_sample_evaluator
 test_evaluator = val_evaluator
 
 max_iters = 300

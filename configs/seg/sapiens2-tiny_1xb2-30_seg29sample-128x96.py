@@ -1,14 +1,15 @@
 # Tiny Sapiens2 body-part model that trains on the bundled sample
-# (tests/data/seg_sample, 4 COCO photos with derived labels) on a CPU in
+# (tests/data/seg_sample, 4 COCO photos with derived labels; data, pipelines,
+# flip test and metric from ../_base_/datasets/seg29_sample.py) on a CPU in
 # seconds: a smoke test of the whole recipe, not a model to use.
 #   python tools/train.py configs/seg/sapiens2-tiny_1xb2-30_seg29sample-128x96.py
 _base_ = [
     '../_base_/default_runtime.py',
     './_base_/sapiens2-seg29.py',
-    '../_base_/datasets/seg29-1024x768.py',
+    '../_base_/datasets/seg29_sample.py',
     '../_base_/schedules/seg_adamw-poly-20k.py',
 ]
-height, width = 128, 96
+height, width = 128, 96  # the sample base's size
 tiny_arch = dict(_delete_=True, embed_dims=64, num_layers=4, num_heads=4,
                  feedforward_channels=256, num_tokenizer_layers=2)
 model = dict(
@@ -18,44 +19,13 @@ model = dict(
     decode_head=dict(in_channels=64, deconv_out_channels=(32, 16, 16, 16),
                      conv_out_channels=(16, 16)))
 
-data_root = 'tests/data/seg_sample/'
-train_pipeline = [
-    dict(type='Sapiens2LoadImage'),
-    dict(type='LoadSegAnnotations', num_classes=29),
-    dict(type='SegResize', height=height, width=width),
-    dict(type='mmseg.RandomFlip', prob=0.5, direction='horizontal',
-         swap_seg_labels={{_base_.flip_swap_pairs}}),
-    dict(type='mmseg.PackSegInputs'),
-]
-test_pipeline = [
-    dict(type='Sapiens2LoadImage'),
-    dict(type='SegResize', height=height, width=width, test_mode=True),
-    dict(type='LoadSegAnnotations', num_classes=29),
-    dict(type='mmseg.PackSegInputs'),
-]
-tta_pipeline = [
-    dict(type='Sapiens2LoadImage'),
-    dict(type='TestTimeAug',
-         transforms=[
-             [dict(type='SegResize', height=height, width=width,
-                   test_mode=True)],
-             [dict(type='mmseg.RandomFlip', prob=0.0, direction='horizontal'),
-              dict(type='mmseg.RandomFlip', prob=1.0, direction='horizontal')],
-             [dict(type='LoadSegAnnotations', num_classes=29)],
-             [dict(type='mmseg.PackSegInputs')],
-         ]),
-]
-train_dataloader = dict(
-    batch_size=2, num_workers=0, persistent_workers=False,
-    dataset=dict(data_root=data_root,
-                 data_prefix=dict(img_path='images', seg_map_path='labels'),
-                 pipeline=train_pipeline))
-val_dataloader = dict(
-    batch_size=4, num_workers=0, persistent_workers=False,
-    dataset=dict(data_root=data_root,
-                 data_prefix=dict(img_path='images', seg_map_path='labels'),
-                 pipeline=test_pipeline))
+train_dataloader = _base_.seg29_sample_train_dataloader
+val_dataloader = _base_.seg29_sample_test_dataloader
 test_dataloader = val_dataloader
+val_evaluator = _base_.seg29_sample_evaluator
+test_evaluator = val_evaluator
+tta_model = _base_.seg29_sample_tta_model
+tta_pipeline = _base_.seg29_sample_tta_pipeline
 
 max_iters = 30
 warmup_iters = 5

@@ -25,7 +25,7 @@ from mmengine.config import Config
 from mmengine.dataset import Compose
 from torch import nn
 
-from ..utils import register_all_modules
+from ..utils import in_config_scope, register_all_modules
 from ..utils.user_errors import ConfigError, OptionError
 from .frame_pipeline import FramePipeline, check_batch_size
 from .inputs import Frame, FrameReader, InputType
@@ -57,7 +57,8 @@ def inference_pipeline(cfg: Config, task: str = '') -> Compose:
             'or test_pipeline; inference needs it to resize/crop inputs like '
             'the test set.')
     steps = [t for t in pipeline if 'Load' not in str(t['type'])]
-    return Compose(steps)
+    with in_config_scope(cfg):  # a stock mmpose config's 'TopdownAffine'
+        return Compose(steps)
 
 
 class BaseInferencer(metaclass=ABCMeta):

@@ -19,6 +19,7 @@ from ..registry import MODELS
 from ..runtime.devices import check_device
 from ..utils import (
     detect_task,
+    in_config_scope,
     load_state_dict_checked,
     official_to_package,
     read_checkpoint,
@@ -101,6 +102,8 @@ def init_model(config: ConfigType,
     spec = find_task(cfg)
     task = spec.name
     backbone = cfg.model.get('backbone')
+    if 'pretrained' in cfg.model:  # mmseg's way to name backbone weights
+        cfg.model.pretrained = None
     if backbone is not None:
         backbone['init_cfg'] = None
         # Activation checkpointing only slows inference down.
@@ -113,7 +116,8 @@ def init_model(config: ConfigType,
             cfg.test_pipeline = steps
     meta = spec.dataset_meta(cfg)  # before building: config errors first
     try:
-        with unknown_types_as_config_errors(_config_name(config)):
+        with unknown_types_as_config_errors(_config_name(config)), \
+                in_config_scope(cfg):  # stock mmpose / mmseg configs too
             model = MODELS.build(cfg.model)
     except ValueError as err:  # a value of the config a part refuses
         if isinstance(err, ConfigError):

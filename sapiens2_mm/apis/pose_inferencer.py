@@ -23,9 +23,12 @@ class PoseInferencer(BaseInferencer):
     pipeline (bbox centre/scale with 1.25 padding, UDP affine crop);
     ``forward``: mmpose ``TopdownPoseEstimator.predict`` up to the heatmaps
     (flip test included, :meth:`PoseHeatmapHead.predict_heatmaps`) on a batch
-    of crops (of several frames); ``finish``: the codec's decode and the
-    crop -> image mapping (``add_pred_to_datasample``: ``kp / input_size *
-    bbox_scale + bbox_center - bbox_scale / 2``), the people of the frame
+    of crops (of several frames); a head without that fast path (mmpose's
+    ``HeatmapHead`` of a stock config) runs its own ``predict`` (flip test
+    and decoding, the heatmaps kept too); ``finish``: the codec's decode
+    (unless the head decoded) and the crop -> image mapping
+    (``add_pred_to_datasample``: ``kp / input_size * bbox_scale +
+    bbox_center - bbox_scale / 2``), the people of the frame
     gathered into one :class:`PoseResult`.
 
     The box source runs one frame at a time (its counters, and a detector's
@@ -75,6 +78,13 @@ class PoseInferencer(BaseInferencer):
                      model.extract_feat(inputs.flip(-1))]
         else:
             feats = model.extract_feat(inputs)
+        if not hasattr(model.head, 'predict_heatmaps'):
+            # an mmpose head: its own predict path, which flips (with the
+            # config's flip_mode / shift_heatmap), merges and decodes
+            preds, fields = model.head.predict(
+                feats, samples, test_cfg=dict(test_cfg, output_heatmaps=True))
+            return [(field.heatmaps.float().cpu(), sample, pred)
+                    for field, sample, pred in zip(fields, samples, preds)]
         heatmaps = model.head.predict_heatmaps(feats, samples, test_cfg)
         return list(zip(heatmaps.float().cpu(), samples))
 
@@ -85,9 +95,13 @@ class PoseInferencer(BaseInferencer):
         scores = np.zeros((n, k), np.float32)
         if n:
             model = self.model
-            preds = model.head.decode(torch.stack([hm for hm, _ in outputs]))
+            if len(outputs[0]) == 3:  # decoded by the head's own predict
+                preds = [out[2] for out in outputs]
+            else:
+                preds = model.head.decode(
+                    torch.stack([out[0] for out in outputs]))
             samples = model.add_pred_to_datasample(
-                preds, None, [s for _, s in outputs])
+                preds, None, [out[1] for out in outputs])
             kpts = np.asarray(
                 [s.pred_instances.keypoints.reshape(k, 2) for s in samples],
                 np.float32).reshape(n, k, 2)

@@ -22,8 +22,13 @@ from mmengine.config import Config
 from ..utils.output_paths import OutputPathError, check_writable_dir
 from ..utils.sharded_checkpoint import is_sharded_checkpoint
 from ..utils.user_errors import UserError
+from .class_check import ClassMismatchError, check_config_classes
 
-LOAD_HOOK = 'CheckedCheckpointLoadHook'
+# Everything inserted into a config names its scope: the tools run configs of
+# any scope (a stock mmpose config has default_scope='mmpose', where an
+# unprefixed 'AtomicCheckpointHook' is not found).
+SCOPE = 'sapiens2_mm.'
+LOAD_HOOK = SCOPE + 'CheckedCheckpointLoadHook'
 
 
 class RunConfigError(UserError, ValueError):
@@ -59,8 +64,18 @@ def with_load_hook(cfg: Config, **hook_args) -> None:
     """Replace any CheckedCheckpointLoadHook of ``cfg`` by one with
     ``hook_args``."""
     hooks = [h for h in (cfg.get('custom_hooks') or [])
-             if LOAD_HOOK not in str(h.get('type'))]
+             if 'CheckedCheckpointLoadHook' not in str(h.get('type'))]
     cfg.custom_hooks = hooks + [dict(type=LOAD_HOOK, **hook_args)]
+
+
+def check_classes(cfg: Config) -> None:
+    """Refuse a config whose places disagree about the classes or
+    keypoints (:func:`~sapiens2_mm.apis.class_check.check_config_classes`):
+    it would train or test with swapped or shifted labels."""
+    try:
+        check_config_classes(cfg)
+    except ClassMismatchError as err:
+        raise RunConfigError(str(err)) from err
 
 
 def refuse_sharded_folder(path: str, what: str) -> None:

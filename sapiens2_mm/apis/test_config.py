@@ -21,7 +21,9 @@ from ..utils.output_paths import (
     check_outside_folders,
 )
 from .run_config import (
+    SCOPE,
     RunConfigError,
+    check_classes,
     ensure_writable_dir,
     is_fsdp,
     refuse_sharded_folder,
@@ -30,7 +32,8 @@ from .run_config import (
 )
 from .tasks import find_task
 
-DUMP_METRIC = 'AtomicDumpResults'
+DUMP_METRIC = SCOPE + 'AtomicDumpResults'
+SPEED_HOOK = SCOPE + 'InferenceSpeedHook'
 FLEXIBLE_RUNNERS = ('FlexibleRunner', 'mmengine.FlexibleRunner')
 
 
@@ -227,6 +230,8 @@ def prepare_test_config(cfg: Config, checkpoint: str, *,
     6. ``compiled`` / ``dtype='bf16'``: ``InferenceSpeedHook`` compiles the
        network and/or runs it under bf16 autocast (the dtype is checked
        against the device first).
+    7. Class / keypoint disagreements are refused
+       (:func:`~.run_config.check_classes`).
 
     Args:
         cfg: a config from :func:`~sapiens2_mm.utils.config_file.load_config`.
@@ -255,6 +260,7 @@ def prepare_test_config(cfg: Config, checkpoint: str, *,
         raise RunConfigError(
             f'{cfg.filename} has no test_dataloader/test_evaluator to test '
             'with.')
+    check_classes(cfg)
     if out:
         add_dump(cfg, out)
     images_dir = enable_show_dir(cfg, show_dir) if show_dir else None
@@ -267,5 +273,5 @@ def prepare_test_config(cfg: Config, checkpoint: str, *,
             raise RunConfigError(str(err)) from err
     if compiled or dtype != 'fp32':
         cfg.custom_hooks = list(cfg.get('custom_hooks') or []) + [
-            dict(type='InferenceSpeedHook', compile=compiled, dtype=dtype)]
+            dict(type=SPEED_HOOK, compile=compiled, dtype=dtype)]
     return images_dir

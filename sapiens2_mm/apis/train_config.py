@@ -21,7 +21,9 @@ from ..utils.safe_torch_load import allow_mmengine_checkpoint_globals
 from ..utils.sharded_checkpoint import read_extra_state
 from ..utils.work_dir import checkpoint_problem, find_resume_checkpoint
 from .run_config import (
+    SCOPE,
     RunConfigError,
+    check_classes,
     is_fsdp,
     refuse_sharded_folder,
     set_work_dir,
@@ -31,6 +33,8 @@ from .tasks import find_task
 
 AMP_DTYPE = 'bfloat16'  # bf16: fp16 overflows in ViT heads
 CHECKPOINT_HOOKS = ('CheckpointHook', 'mmengine.CheckpointHook')
+ATOMIC_CHECKPOINT_HOOK = SCOPE + 'AtomicCheckpointHook'
+RNG_STATE_HOOK = SCOPE + 'RNGStateHook'
 
 
 def enable_amp(cfg: Config) -> None:
@@ -222,7 +226,7 @@ def use_atomic_checkpoints(cfg: Config,
     arguments; saves that fail half-way keep the previous checkpoint)."""
     hook = (cfg.get('default_hooks') or {}).get('checkpoint')
     if isinstance(hook, dict) and hook.get('type') in CHECKPOINT_HOOKS:
-        hook['type'] = 'AtomicCheckpointHook'
+        hook['type'] = ATOMIC_CHECKPOINT_HOOK
         if notes is not None:
             notes.append('default_hooks.checkpoint: CheckpointHook replaced '
                          'by AtomicCheckpointHook (atomic saves).')
@@ -231,9 +235,9 @@ def use_atomic_checkpoints(cfg: Config,
 def add_rng_state_hook(cfg: Config) -> None:
     """Checkpoint RNG states so a resumed run continues the same stream."""
     hooks = list(cfg.get('custom_hooks') or [])
-    if not any(h.get('type') in ('RNGStateHook', 'sapiens2_mm.RNGStateHook')
+    if not any(h.get('type') in ('RNGStateHook', RNG_STATE_HOOK)
                for h in hooks):
-        hooks.append(dict(type='RNGStateHook'))
+        hooks.append(dict(type=RNG_STATE_HOOK))
     cfg.custom_hooks = hooks
 
 
@@ -294,6 +298,9 @@ def prepare_train_config(cfg: Config, *, work_dir: Optional[str] = None,
        stream it left.
     7. FSDP / DeepSpeed set-ups that cannot run are refused
        (:func:`check_strategy`).
+    8. A config whose head, losses, datasets, annotation loader and flip
+       pairs disagree about the classes (or keypoints) is refused, naming
+       each place (:func:`~.run_config.check_classes`).
 
     Args:
         cfg: a config from :func:`~sapiens2_mm.utils.config_file.load_config`.
@@ -322,4 +329,5 @@ def prepare_train_config(cfg: Config, *, work_dir: Optional[str] = None,
     use_atomic_checkpoints(cfg, notes)
     add_rng_state_hook(cfg)
     check_strategy(cfg)
+    check_classes(cfg)
     return cfg

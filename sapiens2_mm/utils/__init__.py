@@ -19,12 +19,18 @@ from .official_keys import (
                          package_to_official,
 )
 from .safe_torch_load import allow_mmengine_checkpoint_globals
-from .setup_env import register_all_modules
+from .setup_env import (
+    config_scope,
+    in_config_scope,
+    qualified_type,
+    register_all_modules,
+)
 
 __all__ = [
     'CheckpointMismatchError', 'check_state_dict', 'load_state_dict_checked',
     'read_checkpoint', 'select_prefix', 'MissingCompiledOpError',
     'install_mmcv_ext_fallback', 'OfficialLayout',
     'official_tasks', 'detect_task', 'official_to_package', 'package_to_official',
-    'allow_mmengine_checkpoint_globals', 'register_all_modules', 'require_mmcv'
+    'allow_mmengine_checkpoint_globals', 'register_all_modules', 'require_mmcv',
+    'config_scope', 'in_config_scope', 'qualified_type'
 ]

@@ -97,15 +97,14 @@ class UnknownConfigKeyError(UserError, KeyError):
         return str(self.args[0])
 
 
-def _accepted_args(type_value) -> Optional[Set[str]]:
-    """Constructor argument names of a config ``type``; None means any."""
-    from mmengine.hooks import CheckpointHook
-
+def _registered(type_value) -> list:
+    """The classes (or functions) a config ``type`` names, in any
+    registry."""
     from ..registry import ALL_REGISTRIES
-    classes = []
     if inspect.isclass(type_value):
-        classes = [type_value]
-    elif isinstance(type_value, str):
+        return [type_value]
+    classes = []
+    if isinstance(type_value, str):
         for registry in ALL_REGISTRIES:
             try:
                 found = registry.get(type_value)
@@ -113,6 +112,29 @@ def _accepted_args(type_value) -> Optional[Set[str]]:
                 found = None
             if found is not None and found not in classes:
                 classes.append(found)
+    return classes
+
+
+def _argument_default(type_value, name: str) -> Any:
+    """The default of constructor argument ``name`` of a config ``type``
+    (the first class along the MRO that names it), or None."""
+    for cls in _registered(type_value):
+        for klass in (cls.__mro__ if inspect.isclass(cls) else [cls]):
+            init = klass.__dict__.get('__init__') if inspect.isclass(
+                klass) else klass
+            if init is None:
+                continue
+            param = inspect.signature(init).parameters.get(name)
+            if param is not None:
+                default = param.default
+                return None if default is param.empty else default
+    return None
+
+
+def _accepted_args(type_value) -> Optional[Set[str]]:
+    """Constructor argument names of a config ``type``; None means any."""
+    from mmengine.hooks import CheckpointHook
+    classes = _registered(type_value)
     if not classes:
         return None
     names: Set[str] = {'type'}
@@ -178,6 +200,26 @@ def _problem(key: str, cfg: Mapping) -> Optional[str]:
         allowed = _allowed_new_keys(parts[:depth], node)
         if allowed is None or (depth == len(parts) - 1 and part in allowed):
             return None
+        if part in allowed and 'type' in node:
+            # an argument the config leaves at its default: a deeper key
+            # (data_prefix.normal_path) starts from that default when it is
+            # a dict or None (_fill_absent_parents)
+            default = _argument_default(node['type'], part)
+            if default is None:
+                return None
+            if isinstance(default, Mapping):
+                sub = parts[depth + 1]
+                if sub in default or depth + 2 < len(parts):
+                    return None
+                close = difflib.get_close_matches(sub, list(map(str, default)),
+                                                  n=3, cutoff=0.6)
+                hint = (f' Did you mean {", ".join(map(repr, close))}?'
+                        if close else '')
+                return (f'{here}.{part} (the default of {node["type"]!r}: '
+                        f'{dict(default)}) has no key {sub!r}.{hint}')
+            return (f'{here}.{part} is an argument of {node["type"]!r} left '
+                    f'at its default {default!r}, which is not a dict: set '
+                    f'{here}.{part}=VALUE instead of {key}')
         candidates = sorted(set(map(str, node)) | (allowed or set()))
         close = difflib.get_close_matches(part, candidates, n=3, cutoff=0.6)
         hint = (f' Did you mean {", ".join(repr(c) for c in close)}?'
@@ -218,20 +260,44 @@ def _dotted(path: Sequence) -> str:
     return '.'.join(map(str, path))
 
 
+def _paths_derived_from(node: Any, prefix: str, path: tuple = ()
+                        ) -> List[tuple]:
+    """Paths under ``node`` of strings that extend ``prefix`` (a file name
+    built from a folder variable: ``data_root + 'annotations/val.json'``)."""
+    if isinstance(node, str):
+        return [path] if node != prefix and node.startswith(prefix) else []
+    found = []
+    if isinstance(node, Mapping):
+        for key, child in node.items():
+            found += _paths_derived_from(child, prefix, path + (key, ))
+    elif isinstance(node, (list, tuple)):
+        for i, child in enumerate(node):
+            found += _paths_derived_from(child, prefix, path + (i, ))
+    return found
+
+
 def _variable_problems(plain: Mapping, options: Mapping) -> Dict[str, str]:
     """Overrides of config variables, which the runner never reads: each
-    mapped to a message naming the keys that hold the variable's value."""
+    mapped to a message naming the keys that hold the variable's value.
+
+    Only keys the runner or the tools read are named (a copy inside another
+    config variable would be refused too); a folder variable also names the
+    file keys built from it (``val_evaluator.ann_file`` from ``data_root``).
+    """
+    read = {k: v for k, v in plain.items()
+            if k in RUNNER_KEYS or k in TOOL_KEYS}
     problems = {}
     for key in options:
         top, *rest = str(key).split('.')
         if top in RUNNER_KEYS or top in TOOL_KEYS or top not in plain:
             continue
         old = plain[top]
-        copies = [_dotted(p) for p in _paths_equal_to(
-            {k: v for k, v in plain.items() if k != top}, old)]
-        if not copies:
+        copies = [_dotted(p) for p in _paths_equal_to(read, old)]
+        derived = ([_dotted(p) for p in _paths_derived_from(read, old)]
+                   if isinstance(old, str) and old and not rest else [])
+        if not copies and not derived:
             problems[str(key)] = (
-                f'{top} is a config variable that no key of the config '
+                f'{top} is a config variable that no key the runner reads '
                 'equals any more (it was merged into other values, e.g. '
                 'dict(**var, ...), when the config was read), so overriding '
                 'it changes nothing. Override the keys that use it.')
@@ -240,12 +306,14 @@ def _variable_problems(plain: Mapping, options: Mapping) -> Dict[str, str]:
                 if top in ('max_iters', 'max_epochs') else None)
         keys = ['.'.join([c, *rest]) for c in copies]
         shown = ', '.join(keys[:8]) + (', ...' if len(keys) > 8 else '')
+        holding = f'; keys holding its value: {shown}' if keys else ''
+        built = (f'; keys built from it: {", ".join(derived[:8])}' +
+                 (', ...' if len(derived) > 8 else '')) if derived else ''
         problems[str(key)] = (
             f'{top} is a config variable: its value was copied where it is '
             'used when the config was read, so overriding it changes '
             'nothing the runner reads. Set '
-            f'{hint or "the keys that use it"} instead; keys holding its '
-            f'value: {shown}.')
+            f'{hint or "the keys that use it"} instead{holding}{built}.')
     return problems
 
 
@@ -382,6 +450,33 @@ def _fill_none_parents(cfg: Config, options: Mapping) -> List[str]:
     return notes
 
 
+def _fill_absent_parents(cfg: Config, options: Mapping) -> List[str]:
+    """Add the absent argument an option writes into, starting from the
+    class default: ``train_dataloader.dataset.data_prefix.normal_path=X`` on
+    a dataset config without ``data_prefix`` keeps the class's other
+    prefixes (mmengine's merge would create ``data_prefix`` holding only
+    ``normal_path``)."""
+    import copy
+    notes = []
+    for key in options:
+        parts = str(key).split('.')
+        node = cfg
+        for depth, part in enumerate(parts[:-1]):
+            if not isinstance(node, (Mapping, Config)):
+                break
+            if part not in node:
+                if 'type' not in node:
+                    break
+                default = _argument_default(node['type'], part)
+                node[part] = copy.deepcopy(dict(default or {}))
+                notes.append(
+                    f'--cfg-options {key}: {".".join(parts[:depth + 1])} was '
+                    f'not set; it starts from the default of '
+                    f'{node["type"]!r}: {node[part]}.')
+            node = node[part]
+    return notes
+
+
 def _lines(problems: Mapping[str, str]) -> str:
     return '\n'.join(f'  {k}: {v}' for k, v in problems.items())
 
@@ -419,5 +514,6 @@ def apply_cfg_options(cfg: Config, options: Optional[Mapping]) -> List[str]:
             '--cfg-options would change nothing the runner reads:\n' +
             _lines(problems))
     notes = _fill_none_parents(cfg, options)
+    notes += _fill_absent_parents(cfg, options)
     cfg.merge_from_dict(options)
     return notes + _follow_length(cfg, before, options)

@@ -1,5 +1,7 @@
 """Scope set-up for code that builds modules outside an mmengine Runner."""
+import contextlib
 import datetime
+from typing import Iterator
 
 from mmengine import DefaultScope
 
@@ -47,3 +49,40 @@ def register_all_modules(init_default_scope: bool = True) -> None:
     elif current.scope_name != SCOPE:
         stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S%f')
         DefaultScope.get_instance(f'{SCOPE}-{stamp}', scope_name=SCOPE)
+
+
+def config_scope(cfg) -> str:
+    """The registry scope a config's unprefixed types belong to: its
+    ``default_scope`` (``'mmpose'`` for a stock mmpose config), else
+    ``'sapiens2_mm'``."""
+    return cfg.get('default_scope') or SCOPE
+
+
+@contextlib.contextmanager
+def in_config_scope(cfg) -> Iterator[str]:
+    """Build inside the block as the config's Runner would: with the
+    config's ``default_scope`` current (so ``'TopdownPoseEstimator'`` of a
+    stock mmpose config resolves), the previous scope restored after.
+
+    Yields:
+        The scope name.
+    """
+    register_all_modules(init_default_scope=False)
+    scope = config_scope(cfg)
+    with DefaultScope.overwrite_default_scope(scope):
+        yield scope
+
+
+def qualified_type(cfg, type_name) -> str:
+    """``type_name`` as this package's configs spell it: own types
+    unprefixed, upstream types with their scope. ``'EncoderDecoder'`` of an
+    mmseg-scope config is ``'mmseg.EncoderDecoder'``, ``'sapiens2_mm.SegHead'``
+    is ``'SegHead'``; a class gives its name."""
+    if not isinstance(type_name, str):
+        return getattr(type_name, '__name__', str(type_name))
+    if type_name.startswith(SCOPE + '.'):
+        return type_name[len(SCOPE) + 1:]
+    if '.' in type_name:
+        return type_name
+    scope = config_scope(cfg)
+    return type_name if scope == SCOPE else f'{scope}.{type_name}'

@@ -18,9 +18,12 @@ from sapiens2_mm.runtime.compilation import (
     compile_model,
     compiler_problem,
 )
-from tests.conftest import PARITY_DIR, REPO_DIR
-
-TOLERANCE = 1e-5
+from tests.conftest import (
+    OFFICIAL_TOLERANCE,
+    PARITY_DIR,
+    REPO_DIR,
+    max_diff_to_official,
+)
 
 
 def _tiny18():
@@ -64,8 +67,8 @@ def test_compiled_backbone_matches_official(compiled_tiny18, parity_io):
     with torch.no_grad():
         out = compiled_tiny18(parity_io['input'])[0]
     assert counters['stats']['unique_graphs'] == before + 1  # it compiled
-    diff = (out - parity_io['output']).abs().max().item()
-    assert diff <= TOLERANCE, f'max abs diff {diff:.3g} > {TOLERANCE}'
+    diff = max_diff_to_official(out, '1k')
+    assert diff <= OFFICIAL_TOLERANCE, f'max abs diff {diff:.3g}'
 
 
 @pytest.mark.slow
@@ -79,7 +82,10 @@ def test_batch_sizes_share_compiled_graphs(compiled_tiny18, parity_io):
             x = image.expand(batch, -1, -1, -1).contiguous()
             out = compiled_tiny18(x)[0]
             graphs.append(counters['stats']['unique_graphs'])
-            assert (out - eager(x)[0]).abs().max().item() <= TOLERANCE
+            # inductor's kernels against eager's: another set of float32
+            # kernels for the same function, as another CPU's
+            diff = (out - eager(x)[0]).abs().max().item()
+            assert diff <= OFFICIAL_TOLERANCE
     # The batch of 2 compiled a dynamic graph (or the parity test did):
     # 3 and 4 reuse it, 1 adds its own graph once.
     assert graphs[1] == graphs[0]
@@ -104,7 +110,7 @@ def test_missing_compiler_falls_back_with_one_warning(parity_io):
     assert 'eager' in str(fallback[0].message)
     with torch.no_grad():
         out = model(parity_io['input'])[0]
-    assert (out - parity_io['output']).abs().max().item() <= TOLERANCE
+    assert max_diff_to_official(out, '1k') <= OFFICIAL_TOLERANCE
 
 
 def test_compile_disabled_is_a_no_op():

@@ -8,7 +8,7 @@ import torch
 from mmengine.registry import DefaultScope
 
 from sapiens2_mm.apis import DetectorBoxes, Frame
-from tests.conftest import DATA_DIR
+from tests.conftest import COCO_DIR
 
 
 @pytest.fixture(scope='module')
@@ -25,7 +25,7 @@ def test_detector_boxes_threshold_nms_and_fallback(rtmdet_tiny):
     torch.manual_seed(0)
     det = DetectorBoxes(rtmdet_tiny, None, bbox_thr=0.0, nms_thr=0.3)
     assert DefaultScope.get_current_instance().scope_name == 'sapiens2_mm'
-    image = cv2.imread(osp.join(DATA_DIR, 'coco_sample', '000000040083.jpg'))
+    image = cv2.imread(osp.join(COCO_DIR, '000000040083.jpg'))
     frame = Frame('a.jpg', image)
     boxes = det(frame)
     assert DefaultScope.get_current_instance().scope_name == 'sapiens2_mm'

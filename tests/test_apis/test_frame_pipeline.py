@@ -18,7 +18,6 @@ from sapiens2_mm.apis import (
     PoseInferencer,
     SegInferencer,
     WholeImageBoxes,
-    init_model,
 )
 from sapiens2_mm.apis.frame_pipeline import (
     FramePipeline,
@@ -30,16 +29,13 @@ from sapiens2_mm.apis.frame_pipeline import (
     render_frames,
 )
 from sapiens2_mm.apis.inputs import Frame
-from tests.conftest import DATA_DIR
-from tests.test_apis.tiny_configs import coco_sample_boxes, tiny_config
-
-COCO = osp.join(DATA_DIR, 'coco_sample')
-PHOTO = osp.join(COCO, '000000040083.jpg')
+from tests.conftest import COCO_DIR, PHOTO
+from tests.test_apis.tiny_configs import coco_sample_boxes, tiny_model
 
 
 @pytest.fixture(scope='module')
 def photos():
-    return sorted(osp.join(COCO, n) for n in
+    return sorted(osp.join(COCO_DIR, n) for n in
                   ('000000000785.jpg', '000000040083.jpg',
                    '000000196141.jpg', '000000197388.jpg'))
 
@@ -66,7 +62,7 @@ def test_pose_overlapped_equals_serial(photos, box_file, flip_test):
     """--serial (one thread) and workers=3 (overlapped) run the same steps
     on the same batches: identical results."""
     torch.manual_seed(0)
-    model = init_model(tiny_config('pose'))
+    model = tiny_model('pose')
     # batch_size 3 crops: batches mix the people of different photos.
     inferencer = PoseInferencer(model, batch_size=3, flip_test=flip_test,
                                 boxes=BoxFile(box_file))
@@ -79,7 +75,7 @@ def test_pose_overlapped_equals_serial(photos, box_file, flip_test):
 
 def test_seg_overlapped_equals_serial(photos):
     torch.manual_seed(0)
-    model = init_model(tiny_config('seg'))
+    model = tiny_model('seg')
     inferencer = SegInferencer(model, batch_size=3, flip_test=True)
     serial = inferencer(photos)
     assert len(serial) == 4
@@ -102,7 +98,7 @@ class _FailOn:
 @pytest.mark.parametrize('workers', [1, 3])
 def test_failing_frame_is_skipped_and_counted(photos, tmp_path, workers):
     torch.manual_seed(0)
-    model = init_model(tiny_config('pose'))
+    model = tiny_model('pose')
     bad = osp.basename(photos[1])
     inferencer = PoseInferencer(model, batch_size=2, boxes=_FailOn(bad))
     unreadable = tmp_path / 'broken.jpg'
@@ -140,7 +136,7 @@ def test_pose_batches_are_full_across_frames(photos, box_file, batch_size,
     """14 people in photos of 1, 3, 5 and 5; per-frame batching would run
     1, 3, 4+1, 4+1 at batch size 4."""
     torch.manual_seed(0)
-    model = init_model(tiny_config('pose'))
+    model = tiny_model('pose')
     inferencer = PoseInferencer(model, batch_size=batch_size,
                                 boxes=BoxFile(box_file))
     sizes = _record_batches(inferencer, monkeypatch)
@@ -154,7 +150,7 @@ def test_pose_batches_are_full_across_frames(photos, box_file, batch_size,
 def test_forward_failure_skips_only_that_frame(photos, box_file, workers,
                                                monkeypatch):
     torch.manual_seed(0)
-    model = init_model(tiny_config('pose'))
+    model = tiny_model('pose')
     inferencer = PoseInferencer(model, batch_size=4, boxes=BoxFile(box_file))
     serial = {r.name: r for r in inferencer(photos)}
     bad = osp.basename(photos[1])
@@ -175,10 +171,10 @@ def test_workers_keep_order_and_skip_records(tmp_path):
     """Unreadable and damaged files among many photos: frames, skips and
     warnings come out in input order with 4 workers, as serially."""
     from sapiens2_mm.apis import FrameReader
-    sources = sorted(n for n in os.listdir(COCO) if n.endswith('.jpg'))
+    sources = sorted(n for n in os.listdir(COCO_DIR) if n.endswith('.jpg'))
     names = []
     for i in range(12):
-        src = osp.join(COCO, sources[i % 4])
+        src = osp.join(COCO_DIR, sources[i % 4])
         name = f'{i:02d}.jpg'
         if i in (3, 8):
             (tmp_path / name).write_bytes(b'not a jpeg')
@@ -189,7 +185,7 @@ def test_workers_keep_order_and_skip_records(tmp_path):
             shutil.copy(src, tmp_path / name)
         names.append(name)
     torch.manual_seed(0)
-    model = init_model(tiny_config('seg'))
+    model = tiny_model('seg')
     inferencer = SegInferencer(model, batch_size=2)
     serial_reader = FrameReader(str(tmp_path))
     serial = list(inferencer.iter_frames(None, serial_reader))
@@ -206,7 +202,7 @@ def test_workers_keep_order_and_skip_records(tmp_path):
 
 
 def test_bad_workers_is_refused():
-    model = init_model(tiny_config('seg'))
+    model = tiny_model('seg')
     with pytest.raises(ValueError, match=r'workers \(--workers\) must be '
                        r'an integer >= 1, got 0; 1 decodes'):
         SegInferencer(model)(PHOTO, workers=0)
@@ -220,7 +216,7 @@ def test_finish_failure_skips_only_that_frame(photos, box_file, workers,
                                               monkeypatch):
     """Heatmap decoding raising for one photo, on the post workers."""
     torch.manual_seed(0)
-    model = init_model(tiny_config('pose'))
+    model = tiny_model('pose')
     inferencer = PoseInferencer(model, batch_size=4, boxes=BoxFile(box_file))
     bad = osp.basename(photos[2])
     finish = inferencer.finish
@@ -240,7 +236,7 @@ def test_finish_failure_skips_only_that_frame(photos, box_file, workers,
 def test_predict_raises_the_frames_error():
     """``predict`` (decoded frames, e.g. the --fg-seg masks) raises instead
     of skipping."""
-    model = init_model(tiny_config('seg'))
+    model = tiny_model('seg')
     inferencer = SegInferencer(model)
     frame = Frame('a.jpg', cv2.imread(PHOTO))
     assert inferencer.predict([frame])[0].label_map.shape == \
@@ -458,8 +454,7 @@ def test_closing_early_ends_every_stage_thread():
     before = set(threading.enumerate())
     stream = FramePipeline(_Counting(), 3, prefetch=1).iter_frames(_stream(200))
     assert next(stream)[1][0] == '000.png'
-    stream.close()
-    time.sleep(0.05)
+    stream.close()  # returns once it has joined every stage thread
     assert set(threading.enumerate()) <= before
 
 
@@ -468,5 +463,5 @@ def test_ctrl_c_in_the_model_thread_reaches_the_caller():
     pipeline = FramePipeline(_Counting(fail_forward=True), 2, prefetch=2)
     with pytest.raises(KeyboardInterrupt):
         list(pipeline.iter_frames(_stream(10)))
-    time.sleep(0.05)
+    # raised once every stage thread is joined: none is left
     assert set(threading.enumerate()) <= before

@@ -15,12 +15,11 @@ from sapiens2_mm.apis import (
     build_inferencer,
     init_model,
 )
-from tests.conftest import DATA_DIR
-from tests.test_apis.tiny_configs import coco_sample_boxes, tiny_config
+from tests.conftest import COCO_DIR
+from tests.test_apis.tiny_configs import coco_sample_boxes, tiny_config, tiny_model
 
 POSE_CFG = tiny_config('pose')
 SEG_CFG = tiny_config('seg')
-COCO = osp.join(DATA_DIR, 'coco_sample')
 IMAGES = ['000000040083.jpg', '000000197388.jpg']
 
 
@@ -45,10 +44,10 @@ def test_pose_matches_mmpose_inference_topdown(pose_model, tmp_path,
     box_file.write_text(json.dumps({n: boxes[n] for n in IMAGES}))
     inferencer = PoseInferencer(pose_model, batch_size=3, flip_test=flip_test,
                                 boxes=BoxFile(str(box_file)))
-    results = inferencer([osp.join(COCO, n) for n in IMAGES])
+    results = inferencer([osp.join(COCO_DIR, n) for n in IMAGES])
     assert [r.name for r in results] == IMAGES
     for result in results:
-        ref = inference_topdown(pose_model, osp.join(COCO, result.name),
+        ref = inference_topdown(pose_model, osp.join(COCO_DIR, result.name),
                                 np.array(boxes[result.name]))
         ref_kpts = np.concatenate([r.pred_instances.keypoints for r in ref])
         ref_scores = np.concatenate(
@@ -57,10 +56,12 @@ def test_pose_matches_mmpose_inference_topdown(pose_model, tmp_path,
         # Crops are batched differently (3 per batch across images vs all
         # boxes of one image), so GEMM sums differ at ~1e-7 relative; the
         # DARK Newton step on nearly flat random-weight heatmaps amplifies
-        # that to a few 1e-3 px, and to 0.0126 px (7e-5 relative) on one
+        # that to a few 1e-3 px, to 0.0126 px (7e-5 relative) on one
         # keypoint with flip test since the boxes are clipped to the image
-        # as mmpose clips them (issue 29).
-        np.testing.assert_allclose(result.keypoints, ref_kpts, atol=2e-2)
+        # as mmpose clips them (issue 29), and to 0.012 px without flip
+        # under other CPU kernels (ATen AVX2, numpy without AVX-512, OpenCV
+        # without AVX2 / FMA3). A wrong crop mapping or flip is off by pixels.
+        np.testing.assert_allclose(result.keypoints, ref_kpts, atol=5e-2)
         np.testing.assert_allclose(result.keypoint_scores, ref_scores,
                                    atol=1e-5)
         np.testing.assert_allclose(result.bboxes, boxes[result.name],
@@ -70,7 +71,7 @@ def test_pose_matches_mmpose_inference_topdown(pose_model, tmp_path,
 def test_pose_crop_to_image_mapping(pose_model):
     """Official crop mapping: kp_img = kp / input_size * scale + center - scale / 2,
     computed here from the raw heatmaps and the codec's crop decode."""
-    image = cv2.imread(osp.join(COCO, IMAGES[0]))
+    image = cv2.imread(osp.join(COCO_DIR, IMAGES[0]))
     box = np.array([40.0, 100.0, 220.0, 300.0, 1.0], np.float32)
     inferencer = PoseInferencer(pose_model, flip_test=False,
                                 boxes=lambda frame: box[None])
@@ -97,7 +98,7 @@ def test_pose_crop_to_image_mapping(pose_model):
 
 
 def test_pose_whole_image_default(pose_model):
-    image = cv2.imread(osp.join(COCO, IMAGES[1]))
+    image = cv2.imread(osp.join(COCO_DIR, IMAGES[1]))
     result = build_inferencer(pose_model)(image)[0]
     h, w = image.shape[:2]
     np.testing.assert_array_equal(result.bboxes, [[0, 0, w - 1, h - 1]])
@@ -120,7 +121,7 @@ def _seg_reference(model, image):
 
 
 def test_seg_matches_reference_steps(seg_model):
-    images = [cv2.imread(osp.join(COCO, n)) for n in IMAGES]
+    images = [cv2.imread(osp.join(COCO_DIR, n)) for n in IMAGES]
     results = SegInferencer(seg_model, batch_size=2)(images)
     for image, result in zip(images, results):
         ref = _seg_reference(seg_model, image)
@@ -166,7 +167,7 @@ def test_every_inferencer_takes_compile_and_dtype(task, monkeypatch):
     calls = []
     monkeypatch.setattr(speedups, 'apply_speedups',
                         lambda model, **kw: calls.append(kw))
-    model = init_model(tiny_config(task))
+    model = tiny_model(task)
     calls.clear()
     inferencer = build_inferencer(model, batch_size=2, compile=True,
                                   dtype='bf16')

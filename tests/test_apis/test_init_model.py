@@ -10,7 +10,13 @@ from safetensors.torch import load_file, save_file
 
 from sapiens2_mm.apis import init_model
 from sapiens2_mm.utils import CheckpointMismatchError
-from tests.conftest import PARITY_DIR, REPO_DIR
+from tests.conftest import (
+    COCO_DIR,
+    OFFICIAL_TOLERANCE,
+    PARITY_DIR,
+    REPO_DIR,
+    max_diff_to_official,
+)
 from tests.tiny_variants import (
     DENSE_TASKS,
     INFERENCE,
@@ -33,7 +39,7 @@ def test_official_safetensors_reproduce_official_output(task, cfg):
         out = model(io['input'], None, mode='tensor')
     out = out[0] if isinstance(out, (tuple, list)) else out
     assert out.shape == io['output_0'].shape
-    assert (out - io['output_0']).abs().max().item() <= 1e-5
+    assert max_diff_to_official(out, task) <= OFFICIAL_TOLERANCE
 
 
 def test_dataset_meta_attached():
@@ -134,7 +140,7 @@ def test_inferencer_on_a_config_without_test_dataloader(task, cfg):
     official resize / top-down crop) stands in for the test pipeline."""
     from sapiens2_mm.apis import build_inferencer
     model = init_model(cfg, osp.join(PARITY_DIR, f'tiny18_{task}.safetensors'))
-    image = cv2.imread(osp.join(REPO_DIR, 'tests/data/coco_sample',
+    image = cv2.imread(osp.join(COCO_DIR,
                                 '000000040083.jpg'))
     result = build_inferencer(model, flip_test=False)(image)[0]
     if task == 'seg':

@@ -1,14 +1,17 @@
 """--dtype: bf16 autocast numerics, and clear errors where bf16 is missing."""
+import os.path as osp
+
+import infer
 import pytest
 import torch
 
-from sapiens2_mm.apis import init_model
 from sapiens2_mm.runtime.precision import (
     bf16_problem,
     check_dtype,
     set_inference_dtype,
 )
-from tests.test_apis.tiny_configs import tiny_config
+from tests.conftest import COCO_DIR
+from tests.test_apis.tiny_configs import tiny_config, tiny_model
 
 
 def test_unknown_dtype_is_named():
@@ -41,7 +44,7 @@ def test_bf16_on_cpu_without_bf16_instructions(monkeypatch):
 
 def test_bf16_autocast_is_close_to_fp32_and_returns_fp32():
     torch.manual_seed(0)
-    model = init_model(tiny_config('pose'))
+    model = tiny_model('pose')
     x = torch.randn(2, 3, 128, 96)
     with torch.no_grad():
         ref = model.head(model.extract_feat(x))
@@ -58,18 +61,11 @@ def test_bf16_autocast_is_close_to_fp32_and_returns_fp32():
 
 def test_infer_cli_bf16_without_support_fails_before_any_frame(
         monkeypatch, tmp_path):
-    import sys
     monkeypatch.setattr(torch.ops.mkldnn, '_is_mkldnn_bf16_supported',
                         lambda: False)
-    sys.path.insert(0, 'tools')
-    try:
-        import infer
-    finally:
-        sys.path.remove('tools')
-    from tests.conftest import DATA_DIR
     out = tmp_path / 'out'
     with pytest.raises(ValueError, match='--dtype bf16'):
         infer.main(['seg', tiny_config('seg'), '--input',
-                    f'{DATA_DIR}/coco_sample/000000000785.jpg', '--output',
+                    osp.join(COCO_DIR, '000000000785.jpg'), '--output',
                     str(out), '--dtype', 'bf16'])
     assert not list(out.glob('*.npy'))

@@ -27,9 +27,8 @@ from sapiens2_mm.apis import (
 )
 from sapiens2_mm.apis.tasks.options import TaskOptions, option
 from sapiens2_mm.registry import HOOKS, TASKS
-from tests.conftest import DATA_DIR, REPO_DIR
-from tests.test_apis.tiny_configs import tiny_config
-from tests.test_tools.workflow_utils import load_tool
+from tests.conftest import COCO_DIR, DATA_DIR, REPO_DIR, load_tool
+from tests.test_apis.tiny_configs import tiny_config, tiny_model
 from tests.tiny_variants import INFERENCE, NOT_INFERENCE, task_of
 
 SEG_SAMPLE = osp.join(DATA_DIR, 'seg_sample')
@@ -229,7 +228,7 @@ def test_toy_task_runs_through_init_model_infer_and_test(
 def test_seg_show_dir_says_where_the_images_are(tmp_path, capsys):
     """tools/test.py --show-dir for seg prints the folder mmseg writes to
     (DIR/vis_data/vis_image) and the images are there."""
-    model = init_model(tiny_config('seg'))
+    model = tiny_model('seg')
     ckpt = str(tmp_path / 'seg.pth')
     torch.save({'state_dict': model.state_dict()}, ckpt)
     show = tmp_path / 'show'
@@ -268,7 +267,7 @@ def test_task_options_are_keywords_with_their_cli_defaults():
 def test_run_inference_from_python_with_keywords(tmp_path):
     """The library call behind tools/infer.py takes keyword arguments."""
     from sapiens2_mm.apis import run_inference
-    photo = osp.join(DATA_DIR, 'coco_sample', '000000040083.jpg')
+    photo = osp.join(COCO_DIR, '000000040083.jpg')
     lines = []
     summary = run_inference('seg', tiny_config('seg'), [photo],
                             str(tmp_path / 'out'), no_legend=True,

@@ -38,8 +38,8 @@ from sapiens2_mm.structures import (
 )
 from sapiens2_mm.utils import OfficialLayout
 from sapiens2_mm.visualization.dense_drawer import Coloring, to_uint8
+from tests.conftest import REPO_DIR, load_tool
 from tests.test_apis.tiny_configs import tiny_config
-from tests.test_tools.workflow_utils import REPO_DIR, load_tool
 
 DENSE_SAMPLE = osp.join(REPO_DIR, 'tests', 'data', 'dense_sample')
 MAX_ITERS = 3

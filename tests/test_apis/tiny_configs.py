@@ -1,10 +1,11 @@
 """Paths of the tiny CPU configs of each task (names owned by the task code),
-and the person boxes of the COCO sample photos."""
+their models, and the person boxes of the COCO sample photos."""
 import glob
 import json
 import os.path as osp
+from typing import Optional
 
-from tests.conftest import DATA_DIR, REPO_DIR
+from tests.conftest import COCO_DIR, REPO_DIR
 
 # tasks with several tiny configs: the one the generic tests use (pose also
 # has sapiens2-tiny_1xb12-300_sapiens308sample-128x96.py, tested in
@@ -23,9 +24,16 @@ def tiny_config(task: str) -> str:
     return found[0]
 
 
+def tiny_model(task: str, checkpoint: Optional[str] = None, **kwargs):
+    """``init_model`` of the task's :func:`tiny_config` (random weights
+    unless ``checkpoint``; ``kwargs`` go to ``init_model``)."""
+    from sapiens2_mm.apis import init_model
+    return init_model(tiny_config(task), checkpoint, **kwargs)
+
+
 def coco_sample_boxes() -> dict:
     """File name -> ``[[x1, y1, x2, y2], ...]`` of every annotated person of
     tests/data/coco_sample (a ``BoxFile`` JSON)."""
     from sapiens2_mm.apis.box_sources import coco_person_boxes
-    with open(osp.join(DATA_DIR, 'coco_sample', 'test_coco.json')) as f:
+    with open(osp.join(COCO_DIR, 'test_coco.json')) as f:
         return coco_person_boxes(json.load(f))

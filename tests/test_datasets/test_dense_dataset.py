@@ -13,6 +13,7 @@ from synthetic_dense import render_scene, write_scene
 
 from sapiens2_mm.registry import DATASETS, TRANSFORMS
 from tests.conftest import DATA_DIR, REPO_DIR
+from tests.tiny_variants import DENSE_TASKS
 
 SAMPLE = osp.join(DATA_DIR, 'dense_sample')
 NAMES = [f'scene_{i:05d}' for i in range(4)]
@@ -68,7 +69,7 @@ def test_loaded_sample_has_consistent_geometry():
     assert albedo.dtype == np.float32 and 0 <= albedo.min() <= albedo.max() <= 1
 
 
-@pytest.mark.parametrize('task', ['normal', 'pointmap', 'albedo'])
+@pytest.mark.parametrize('task', DENSE_TASKS)
 def test_config_pipelines_run_on_the_sample(task):
     cfg = Config.fromfile(osp.join(REPO_DIR, 'configs', '_base_', 'datasets',
                                    f'{task}-1024x768.py'))
@@ -307,7 +308,7 @@ def test_config_dataloaders_batch_dense_samples():
             ['DenseDataSample'] * 2
 
 
-@pytest.mark.parametrize('task', ['normal', 'pointmap', 'albedo'])
+@pytest.mark.parametrize('task', DENSE_TASKS)
 def test_tta_pipeline_packs_a_plain_and_a_mirrored_view(task):
     cfg = Config.fromfile(osp.join(REPO_DIR, 'configs', '_base_', 'datasets',
                                    f'{task}-1024x768.py'))

@@ -12,6 +12,7 @@ from tests.test_datasets.test_dense_transforms import (
     sample_bilinear,
     world_points,
 )
+from tests.tiny_variants import DENSE_TASKS
 
 
 def _build(**cfg):
@@ -238,7 +239,7 @@ def test_letterbox_to_the_output_frame_equals_letterbox_then_output_size(
 
     from sapiens2_mm.registry import DATASETS
     from tests.conftest import DATA_DIR
-    assert {t for t, _ in DENSE_4K} == {'normal', 'pointmap', 'albedo'}
+    assert {t for t, _ in DENSE_4K} == set(DENSE_TASKS)
     dataset_cfg = copy.deepcopy(cfg.train_dataloader.dataset)
     pipeline = dataset_cfg.pop('pipeline')
     dataset = DATASETS.build(dict(dataset_cfg, pipeline=[],

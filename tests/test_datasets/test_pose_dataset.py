@@ -9,11 +9,12 @@ import pytest
 
 from sapiens2_mm.metainfo.pose import load_keypoints308_json, parsed_metainfo
 from sapiens2_mm.registry import DATASETS, TRANSFORMS
+from tests.conftest import COCO_DIR
 
 
 @pytest.fixture
-def coco_dir(repo_path):
-    return repo_path('tests', 'data', 'coco_sample')
+def coco_dir():
+    return COCO_DIR
 
 
 def _to_308(coco_dir, tmp_path, edit=None):

@@ -26,7 +26,7 @@ def main(config: str, out: str, overrides: dict) -> None:
     from torch.distributed.fsdp import FullStateDictConfig, StateDictType
     from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 
-    from sapiens2_mm.engine.strategies.fsdp_shapes import full_shape
+    from sapiens2_mm.engine.fsdp_shapes import full_shape
     from sapiens2_mm.engine.strategies.meta_init import _real_parameter_bytes
     from sapiens2_mm.registry import STRATEGIES
     from sapiens2_mm.utils import register_all_modules

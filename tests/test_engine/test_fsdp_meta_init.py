@@ -18,7 +18,9 @@ import sys
 import pytest
 import torch
 
-from ..test_tools.workflow_utils import REPO_DIR, TESTS_DIR, free_port
+from tests.conftest import REPO_DIR, TESTS_DIR, subprocess_budget
+
+from ..test_tools.workflow_utils import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -55,7 +57,7 @@ def start(config, out, nproc=2, check=True, **overrides):
            *(f'{k}={v!r}' for k, v in overrides.items())]
     env = dict(os.environ, OMP_NUM_THREADS='1', MKL_NUM_THREADS='1')
     proc = subprocess.run(cmd, cwd=REPO_DIR, env=env, capture_output=True,
-                          text=True, timeout=900)
+                          text=True, timeout=subprocess_budget(100))
     if not check:
         return proc
     assert proc.returncode == 0, proc.stderr[-5000:]

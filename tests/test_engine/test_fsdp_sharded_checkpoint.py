@@ -22,14 +22,9 @@ from sapiens2_mm.utils.sharded_checkpoint import (
     read_sharded_checkpoint,
 )
 from sapiens2_mm.utils.work_dir import checkpoint_problem
+from tests.conftest import REPO_DIR, TESTS_DIR, subprocess_budget
 
-from ..test_tools.workflow_utils import (
-    DIST_TRAIN,
-    REPO_DIR,
-    TESTS_DIR,
-    make_data,
-    run_tool,
-)
+from ..test_tools.workflow_utils import DIST_TRAIN, make_data, run_tool
 
 pytestmark = pytest.mark.slow
 
@@ -88,7 +83,8 @@ def runs(tmp_path_factory):
                         work, *extra]
                 if '--resume' not in extra:
                     args += ['--cfg-options', f'load_from={init}']
-                self.cache[name] = run_tool(args, data, timeout=900)
+                self.cache[name] = run_tool(args, data,
+                                            timeout=subprocess_budget(100))
             return work
 
     return Runs()

@@ -18,12 +18,13 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
+from tests.conftest import load_tool
+
 from ..test_tools.workflow_utils import (
     DIST_TRAIN,
     REPO_DIR,
     TESTS_DIR,
     free_port,
-    load_tool,
     make_data,
     run_tool,
     scalars,

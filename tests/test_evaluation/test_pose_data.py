@@ -8,11 +8,10 @@ import os.path as osp
 
 import numpy as np
 
-from ..conftest import DATA_DIR
+from tests.conftest import COCO_DIR
 
-COCO_SAMPLE = osp.join(DATA_DIR, 'coco_sample')
-COCO17_JSON = osp.join(COCO_SAMPLE, 'test_coco.json')
-WHOLEBODY_JSON = osp.join(COCO_SAMPLE, 'test_coco_wholebody.json')
+COCO17_JSON = osp.join(COCO_DIR, 'test_coco.json')
+WHOLEBODY_JSON = osp.join(COCO_DIR, 'test_coco_wholebody.json')
 COCO17_SIGMAS = np.array([
     .26, .25, .25, .35, .35, .79, .79, .72, .72, .62, .62, 1.07, 1.07, .87,
     .87, .89, .89

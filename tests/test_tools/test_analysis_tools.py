@@ -9,18 +9,16 @@ import numpy as np
 import pytest
 from mmengine.config import Config
 
-from .workflow_utils import REPO_DIR, WORKFLOW_CFG, make_data
+from tests.conftest import REPO_DIR, load_tool
+from tests.tiny_variants import DENSE_TASKS
+
+from .workflow_utils import WORKFLOW_CFG, make_data
 
 ANALYSIS = osp.join(REPO_DIR, 'tools', 'analysis_tools')
 
 
 def _tool(name):
-    import importlib.util
-    spec = importlib.util.spec_from_file_location(
-        f'sapiens2_analysis_{name}', osp.join(ANALYSIS, f'{name}.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tool(f'analysis_tools/{name}')
 
 
 get_flops = _tool('get_flops')
@@ -131,6 +129,7 @@ def _shipped_configs():
     return [osp.relpath(p, REPO_DIR) for p in SHIPPED]
 
 
+@pytest.mark.slow  # every shipped config: 90 s
 @pytest.mark.parametrize('config', _shipped_configs())
 def test_get_flops_runs_on_every_shipped_config(config, capsys):
     """Issue 18: every pose config failed (mmpose's forward needs
@@ -242,7 +241,7 @@ def test_browse_dataset_pose_draws_keypoints(tmp_path):
     assert hits >= 5  # keypoint discs drawn where the keypoints are
 
 
-@pytest.mark.parametrize('task', ['normal', 'pointmap', 'albedo'])
+@pytest.mark.parametrize('task', DENSE_TASKS)
 def test_browse_dataset_dense_draws_image_and_ground_truth(tmp_path, task):
     """Issue 18: normal / pointmap / albedo crashed in cvtColor (the seg
     visualizer got a dense sample) and left an empty folder. The drawing is

@@ -7,9 +7,7 @@ import sys
 
 import pytest
 
-from tests.conftest import REPO_DIR
-
-from .workflow_utils import load_tool
+from tests.conftest import REPO_DIR, load_tool, subprocess_budget
 
 
 @pytest.mark.slow
@@ -25,7 +23,8 @@ def test_tiny_benchmark_variants_agree_and_shard(tmp_path):
         [sys.executable, osp.join(REPO_DIR, 'tools', 'benchmarks', 'fsdp.py'),
          '--embed-dims', '64', '--num-layers', '2', '--input-size', '32',
          '32', '--batch-size', '2', '--iters', '1', '--out', str(out)],
-        cwd=REPO_DIR, capture_output=True, text=True, timeout=600)
+        cwd=REPO_DIR, capture_output=True, text=True,
+        timeout=subprocess_budget(100))
     assert proc.returncode == 0, proc.stderr[-3000:]
     with open(out) as f:
         rows = json.load(f)['results']
@@ -48,7 +47,8 @@ def test_tiny_fsdp_memory_benchmark_resumes_one_state(tmp_path):
         [sys.executable, osp.join(REPO_DIR, 'tools', 'benchmarks',
                                   'fsdp_memory.py'),
          '--embed-dims', '64', '--num-layers', '2', '--out', str(out)],
-        cwd=REPO_DIR, capture_output=True, text=True, timeout=900)
+        cwd=REPO_DIR, capture_output=True, text=True,
+        timeout=subprocess_budget(100))
     assert proc.returncode == 0, proc.stderr[-3000:]
     with open(out) as f:
         table = json.load(f)

@@ -1,6 +1,5 @@
 """tools/dataset_converters/coco_wholebody_to_sapiens308.py on the bundled
 COCO-WholeBody sample."""
-import importlib.util
 import json
 import os.path as osp
 import subprocess
@@ -9,21 +8,18 @@ import sys
 import numpy as np
 import pytest
 
-from ..conftest import DATA_DIR, REPO_DIR
+from tests.conftest import COCO_DIR, REPO_DIR, load_tool, subprocess_budget
 
 SCRIPT = osp.join(REPO_DIR, 'tools', 'dataset_converters',
                   'coco_wholebody_to_sapiens308.py')
-SRC = osp.join(DATA_DIR, 'coco_sample', 'test_coco_wholebody.json')
+SRC = osp.join(COCO_DIR, 'test_coco_wholebody.json')
 FIELDS = ('keypoints', 'foot_kpts', 'face_kpts', 'lefthand_kpts',
           'righthand_kpts')
 
 
 @pytest.fixture(scope='module')
 def tool():
-    spec = importlib.util.spec_from_file_location('wb308_tool', SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tool('dataset_converters/coco_wholebody_to_sapiens308')
 
 
 def _meta():
@@ -35,7 +31,8 @@ def _meta():
 def test_convert_sample_values(tmp_path):
     out_path = tmp_path / 'out.json'
     proc = subprocess.run([sys.executable, SCRIPT, SRC, str(out_path)],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True,
+                          timeout=subprocess_budget(10))
     assert proc.returncode == 0, proc.stderr
     with open(SRC) as f:
         src = json.load(f)
@@ -77,11 +74,13 @@ def test_convert_sample_values(tmp_path):
 def test_bad_input_errors(tool, tmp_path):
     out = str(tmp_path / 'o.json')
     proc = subprocess.run([sys.executable, SCRIPT, 'missing.json', out],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True,
+                          timeout=subprocess_budget(10))
     assert proc.returncode == 2 and 'does not exist' in proc.stderr
-    coco17 = osp.join(DATA_DIR, 'coco_sample', 'test_coco.json')
+    coco17 = osp.join(COCO_DIR, 'test_coco.json')
     proc = subprocess.run([sys.executable, SCRIPT, coco17, out],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True,
+                          timeout=subprocess_budget(10))
     assert proc.returncode == 2
     assert "no 'foot_kpts': the input is not COCO-WholeBody" in proc.stderr
     with pytest.raises(ValueError, match='not a COCO annotation file'):

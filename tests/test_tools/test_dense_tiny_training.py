@@ -14,9 +14,8 @@ import pytest
 import torch
 from mmengine.config import Config
 
+from tests.conftest import REPO_DIR, load_tool
 from tests.test_apis.tiny_configs import tiny_config
-
-from .workflow_utils import REPO_DIR, load_tool
 
 train_tool = load_tool('train')
 test_tool = load_tool('test')

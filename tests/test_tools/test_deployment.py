@@ -1,20 +1,21 @@
 """torch.export of pose/seg tensor forwards: dynamic batch, eager parity."""
 import os.path as osp
-import subprocess
-import sys
 
+import export_model
 import pytest
 import torch
 from safetensors.torch import load_file
 
-from tests.conftest import PARITY_DIR, REPO_DIR
+from sapiens2_mm.apis import init_model
+from tests.conftest import (
+    OFFICIAL_TOLERANCE,
+    PARITY_DIR,
+    REPO_DIR,
+    max_diff_to_official,
+)
 
-sys.path.insert(0, osp.join(REPO_DIR, 'tools', 'deployment'))
-import export_model  # noqa: E402
 
-from sapiens2_mm.apis import init_model  # noqa: E402
-
-
+@pytest.mark.slow  # torch.export of two models: 53 s
 @pytest.mark.parametrize('task', ['pose', 'seg'])
 def test_exported_program_matches_official_output(task, tmp_path):
     cfg = osp.join(REPO_DIR, f'tests/configs/parity/tiny18_{task}.py')
@@ -26,24 +27,29 @@ def test_exported_program_matches_official_output(task, tmp_path):
     x = io['input']
     # official output for the official input, and a batch of 3 (dynamic dim)
     out = program(x)
-    assert (out - io['output_0']).abs().max().item() <= 1e-5
+    assert max_diff_to_official(out, task) <= OFFICIAL_TOLERANCE
     batch = torch.cat([x, x.flip(-1), x * 0.5])
     with torch.no_grad():
         eager = model(batch, None, mode='tensor')
     eager = eager[0] if isinstance(eager, (tuple, list)) else eager
     out3 = program(batch)
     assert out3.shape[0] == 3
-    assert (out3 - eager).abs().max().item() <= 1e-5
+    # the exported graph's (decomposed) kernels against eager's: another set
+    # of float32 kernels for the same function, as another CPU's
+    assert (out3 - eager).abs().max().item() <= OFFICIAL_TOLERANCE
 
 
-def test_cli_exports_and_verifies(tmp_path):
+@pytest.mark.slow  # torch.export and its check: 55 s
+def test_cli_exports_and_verifies(tmp_path, capsys):
+    """The documented command, in this process (its ``__main__`` only passes
+    ``main()``'s return code to ``sys.exit``): no subprocess to time out on a
+    loaded machine."""
     cfg = osp.join(REPO_DIR, 'tests/configs/parity/tiny18_seg.py')
-    proc = subprocess.run(
-        [sys.executable, 'tools/deployment/export_model.py', cfg, '--output',
-         str(tmp_path), '--verify', '--max-batch', '4'],
-        cwd=REPO_DIR, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert 'verify torch.export b2' in proc.stdout
+    rc = export_model.main([cfg, '--output', str(tmp_path), '--verify',
+                            '--max-batch', '4'])
+    out, err = capsys.readouterr()
+    assert rc == 0, err[-2000:]
+    assert 'verify torch.export b2' in out
     assert osp.isfile(tmp_path / 'tiny18_seg.pt2')
 
 
@@ -59,6 +65,7 @@ def test_onnx_without_onnxscript_says_what_to_install(tmp_path):
         export_model.export_onnx(model, (128, 96), str(tmp_path / 'm.onnx'))
 
 
+@pytest.mark.slow  # ONNX export: 119 s
 def test_onnx_export_reproduces_eager(tmp_path):
     pytest.importorskip('onnxscript')
     cfg = osp.join(REPO_DIR, 'tests/configs/parity/tiny18_seg.py')

@@ -16,6 +16,7 @@ import torch
 from mmengine.config import Config
 
 from sapiens2_mm.apis import run_config, train_config
+from tests.conftest import load_tool
 
 from .workflow_utils import (
     DIST_TEST,
@@ -23,7 +24,6 @@ from .workflow_utils import (
     REPO_DIR,
     WORKFLOW_CFG,
     free_port,
-    load_tool,
     make_data,
     run_tool,
     scalars,

@@ -1,22 +1,15 @@
 """tools/dataset_converters/generate_synthetic_dense.py writes readable data."""
-import importlib.util
 import os.path as osp
 
 import numpy as np
 import pytest
 
 from sapiens2_mm.registry import DATASETS
-from tests.conftest import REPO_DIR
-
-SCRIPT = osp.join(REPO_DIR, 'tools', 'dataset_converters',
-                  'generate_synthetic_dense.py')
+from tests.conftest import load_tool
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location('generate_dense', SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tool('dataset_converters/generate_synthetic_dense')
 
 
 def test_cli_writes_every_layout_and_refuses_to_overwrite(tmp_path, capsys):

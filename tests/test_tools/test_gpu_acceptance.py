@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from .workflow_utils import REPO_DIR, load_tool
+from tests.conftest import REPO_DIR, load_tool
 
 acceptance = load_tool('gpu_acceptance')
 

@@ -7,17 +7,13 @@ import subprocess
 import sys
 
 import cv2
+import infer
 import numpy as np
 import pytest
 import torch
 
-from tests.conftest import DATA_DIR, REPO_DIR
+from tests.conftest import COCO_DIR, REPO_DIR, subprocess_budget
 from tests.test_apis.tiny_configs import tiny_config
-
-sys.path.insert(0, osp.join(REPO_DIR, 'tools'))
-import infer  # noqa: E402
-
-COCO = osp.join(DATA_DIR, 'coco_sample')
 
 
 @pytest.fixture
@@ -26,7 +22,7 @@ def inputs(tmp_path):
     folder = tmp_path / 'in'
     folder.mkdir()
     for name in ('000000040083.jpg', '000000197388.jpg'):
-        img = cv2.imread(osp.join(COCO, name))
+        img = cv2.imread(osp.join(COCO_DIR, name))
         cv2.imwrite(str(folder / name), cv2.resize(img, (160, 120)))
     (folder / 'broken.jpg').write_bytes(b'\xff\xd8 truncated')
     writer = cv2.VideoWriter(str(folder / 'clip.mp4'),
@@ -146,8 +142,8 @@ def test_unwritable_output(inputs):
 def test_cli_error_message_and_exit_code(tmp_path):
     proc = subprocess.run(
         [sys.executable, 'tools/infer.py', 'pose', 'configs/nope.py',
-         '--input', COCO, '--output', str(tmp_path)], cwd=REPO_DIR,
-        capture_output=True, text=True, timeout=300)
+         '--input', COCO_DIR, '--output', str(tmp_path)], cwd=REPO_DIR,
+        capture_output=True, text=True, timeout=subprocess_budget(10))
     assert proc.returncode == 1
     assert "error: Config file not found: 'configs/nope.py'" in proc.stderr
     shutil.rmtree(tmp_path, ignore_errors=True)
@@ -157,7 +153,7 @@ def test_cli_error_message_and_exit_code(tmp_path):
 def _photo(path, index=0, size=(96, 72)):
     name = ('000000040083.jpg', '000000197388.jpg', '000000000785.jpg',
             '000000196141.jpg')[index % 4]
-    img = cv2.resize(cv2.imread(osp.join(COCO, name)), size)
+    img = cv2.resize(cv2.imread(osp.join(COCO_DIR, name)), size)
     path.parent.mkdir(parents=True, exist_ok=True)
     assert cv2.imwrite(str(path), img)
     return img

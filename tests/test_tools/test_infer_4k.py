@@ -8,22 +8,18 @@ input) stand in for the 1B-4K ones, which tests/test_all_configs_inference.py
 runs through the same CLI as tiny variants at 4096x3072.
 """
 import os.path as osp
-import sys
 
 import cv2
+import infer
 import numpy as np
 import pytest
 
-from tests.conftest import DATA_DIR, REPO_DIR
-
-sys.path.insert(0, osp.join(REPO_DIR, 'tools'))
-import infer  # noqa: E402
+from tests.conftest import PHOTO, REPO_DIR
 
 NORMAL_4K = osp.join(REPO_DIR, 'configs', 'normal',
                      'sapiens2-tiny-4k_1xb2-30_densesample-512x384.py')
 SEG_4K = osp.join(REPO_DIR, 'configs', 'seg',
                   'sapiens2-tiny-4k_1xb2-30_seg29sample-512x384.py')
-PHOTO = osp.join(DATA_DIR, 'coco_sample', '000000197388.jpg')
 # (H, W): odd sizes whose plain letterbox into 512x384 has odd padding
 SIZES = {'wide.jpg': (101, 203), 'tall.jpg': (333, 101)}
 

@@ -7,20 +7,17 @@ set to output s = 2 exactly, so the focal length has a known value). The
 import json
 import os
 import os.path as osp
-import sys
 
 import cv2
+import infer
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.conftest import DATA_DIR, REPO_DIR
+from tests.conftest import DATA_DIR
 from tests.test_apis.tiny_configs import tiny_config
 from tests.test_models.test_heads.test_dense_postprocess_order import gaussian3
-
-sys.path.insert(0, osp.join(REPO_DIR, 'tools'))
-import infer  # noqa: E402
 
 DENSE = osp.join(DATA_DIR, 'dense_sample', 'rgb')
 SCALE = 2.0  # the pointmap scale the fixture's checkpoint predicts

@@ -2,21 +2,18 @@
 arrays and the automatic .ply step (issue 20 item 2, issue 18 item 22)."""
 import json
 import os.path as osp
-import sys
 
 import cv2
+import infer
 import numpy as np
 import pytest
 import torch
 
-from sapiens2_mm.apis import build_inferencer, init_model
+from sapiens2_mm.apis import build_inferencer
 from sapiens2_mm.apis.tasks.pointmap import PLY_MAX_POINTS, auto_ply_step
-from tests.conftest import DATA_DIR, REPO_DIR
-from tests.test_apis.tiny_configs import tiny_config
+from tests.conftest import DATA_DIR
+from tests.test_apis.tiny_configs import tiny_config, tiny_model
 from tests.test_tools.test_infer_dense import _checkpoint, _read_ply
-
-sys.path.insert(0, osp.join(REPO_DIR, 'tools'))
-import infer  # noqa: E402
 
 SAMPLE = osp.join(DATA_DIR, 'dense_sample')
 SIZE = (160, 120)  # (W, H) of the test photos
@@ -172,7 +169,7 @@ def test_fg_seg_in_the_same_pass_and_each_photo_decoded_once(
                 str(inputs / 'b.png'), '--output', str(out), '--fg-seg',
                 tiny_config('seg'), seg_ckpt) == 0
     assert sorted(osp.basename(p) for p in decoded) == ['a.png', 'b.png']
-    seg = build_inferencer(init_model(tiny_config('seg'), seg_ckpt))
+    seg = build_inferencer(tiny_model('seg', seg_ckpt))
     for name in ('a', 'b'):
         image = cv2.imread(str(inputs / f'{name}.png'))
         expected = seg(image)[0].label_map > 0
@@ -195,7 +192,7 @@ def test_fg_seg_in_the_same_pass_and_each_photo_decoded_once(
 
 def test_python_api_masks(photos):
     inputs, seg = photos
-    model = init_model(tiny_config('normal'))
+    model = tiny_model('normal')
     result = build_inferencer(model, seg_dir=str(seg))(
         [str(inputs / 'b.png')])[0]
     np.testing.assert_array_equal(result.foreground, _mask(1))

@@ -6,19 +6,15 @@ run are checked."""
 import json
 import os
 import os.path as osp
-import sys
 
 import cv2
+import infer
 import pytest
 
-from tests.conftest import DATA_DIR, REPO_DIR
-from tests.test_apis.tiny_configs import tiny_config
-
-sys.path.insert(0, osp.join(REPO_DIR, 'tools'))
-import infer  # noqa: E402
+from tests.conftest import COCO_DIR, DATA_DIR, REPO_DIR
+from tests.test_apis.tiny_configs import tiny_config, tiny_model
 
 DENSE = osp.join(DATA_DIR, 'dense_sample', 'rgb')
-COCO = osp.join(DATA_DIR, 'coco_sample')
 
 # tiny models: one thread avoids oversubscribing a shared CPU
 pytestmark = pytest.mark.usefixtures('one_torch_thread')
@@ -161,9 +157,9 @@ def test_coco_boxes_are_clipped_as_mmpose_clips_them():
     from mmpose.datasets import CocoDataset
 
     from sapiens2_mm.apis.box_sources import BoxFile
-    ann_file = osp.join(COCO, 'test_coco.json')
+    ann_file = osp.join(COCO_DIR, 'test_coco.json')
     dataset = CocoDataset(ann_file=ann_file, data_root='',
-                          data_prefix=dict(img=COCO + '/'), test_mode=True,
+                          data_prefix=dict(img=COCO_DIR + '/'), test_mode=True,
                           pipeline=[])
     expected = {}
     for info in map(dataset.get_data_info, range(len(dataset))):
@@ -432,10 +428,10 @@ def test_empty_array_and_unknown_device_are_refused():
     torch's raw 'Expected one of cpu, cuda, ...'."""
     import numpy as np
 
-    from sapiens2_mm.apis import build_inferencer, init_model, run_inference
+    from sapiens2_mm.apis import build_inferencer, run_inference
     with pytest.raises(ValueError, match=r'Unknown device .gpu.'):
-        init_model(tiny_config('seg'), device='gpu')
-    seg = build_inferencer(init_model(tiny_config('seg')))
+        tiny_model('seg', device='gpu')
+    seg = build_inferencer(tiny_model('seg'))
     empty = np.zeros((0, 0, 3), np.uint8)
     with pytest.raises(ValueError, match=r'\(0, 0, 3\) has no pixels'):
         seg(empty)

@@ -4,19 +4,15 @@ name, and re-runs whose input of a name is another file."""
 import json
 import os
 import os.path as osp
-import sys
 
 import cv2
+import infer
 import numpy as np
 import pytest
 
-from tests.conftest import DATA_DIR, REPO_DIR
+from tests.conftest import COCO_DIR
 from tests.test_apis.tiny_configs import tiny_config
 
-sys.path.insert(0, osp.join(REPO_DIR, 'tools'))
-import infer  # noqa: E402
-
-COCO = osp.join(DATA_DIR, 'coco_sample')
 PHOTOS = ('000000040083.jpg', '000000197388.jpg', '000000000785.jpg')
 
 
@@ -25,7 +21,7 @@ pytestmark = pytest.mark.usefixtures('one_torch_thread')
 
 
 def _photo(path, index=0, size=(64, 48)):
-    img = cv2.resize(cv2.imread(osp.join(COCO, PHOTOS[index])), size)
+    img = cv2.resize(cv2.imread(osp.join(COCO_DIR, PHOTOS[index])), size)
     path.parent.mkdir(parents=True, exist_ok=True)
     assert cv2.imwrite(str(path), img)
     return cv2.imread(str(path))  # as decoded (JPEG is lossy)

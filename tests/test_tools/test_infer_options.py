@@ -6,14 +6,12 @@ import subprocess
 import sys
 
 import cv2
+import infer
 import pytest
 import torch
 
-from tests.conftest import DATA_DIR, REPO_DIR
+from tests.conftest import COCO_DIR, REPO_DIR, subprocess_budget
 from tests.test_apis.tiny_configs import tiny_config
-
-sys.path.insert(0, osp.join(REPO_DIR, 'tools'))
-import infer  # noqa: E402
 
 INFER = osp.join(REPO_DIR, 'tools', 'infer.py')
 
@@ -26,7 +24,7 @@ pytestmark = pytest.mark.usefixtures('one_torch_thread')
 def photo_dir(tmp_path):
     folder = tmp_path / 'in'
     folder.mkdir()
-    img = cv2.imread(osp.join(DATA_DIR, 'coco_sample', '000000040083.jpg'))
+    img = cv2.imread(osp.join(COCO_DIR, '000000040083.jpg'))
     cv2.imwrite(str(folder / 'a.jpg'), cv2.resize(img, (64, 48)))
     return folder
 
@@ -92,7 +90,8 @@ def test_unknown_cfg_option_is_one_error_line(photo_dir, tmp_path):
         [sys.executable, INFER, 'seg', tiny_config('seg'), '--input',
          str(photo_dir), '--output', str(tmp_path / 'out'), '--cfg-options',
          'model.decode_head.num_clases=3'],
-        capture_output=True, text=True, cwd=REPO_DIR, timeout=300)
+        capture_output=True, text=True, cwd=REPO_DIR,
+        timeout=subprocess_budget(10))
     assert proc.returncode == 1
     assert proc.stderr.startswith('error: ') and 'num_clases' in proc.stderr
     assert 'Traceback' not in proc.stderr

@@ -13,6 +13,7 @@ from sapiens2_mm.utils.checkpoint_convert import (
     official_to_mmengine,
     publish_checkpoint,
 )
+from tests.conftest import load_tool
 
 
 @pytest.mark.parametrize('name,task', [
@@ -262,13 +263,8 @@ def test_user_errors_are_one_line(tmp_path, repo_path, tool, args, needle):
     infer do, never a traceback; nothing is written. (The tools' main() in
     this process: SystemExit('error: ...') is what Python prints as that
     line with exit status 1; the subprocess runs above show it.)"""
-    import importlib.util
     (tmp_path / 'not_a_checkpoint.pth').write_bytes(b'not a zip')
-    spec = importlib.util.spec_from_file_location(
-        f'converter_{tool[:-3]}', repo_path('tools', 'model_converters',
-                                            tool))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_tool(f'model_converters/{tool[:-3]}')
     with pytest.raises(SystemExit) as exit_:
         module.main([str(tmp_path / a) for a in args])
     message = exit_.value.code

@@ -123,7 +123,7 @@ def test_resume_checkpoint_of_another_task_named(tmp_path):
     an optimizer parameter-group traceback)."""
     from mmengine.config import Config
 
-    from .workflow_utils import REPO_DIR
+    from tests.conftest import REPO_DIR
     pose = Config.fromfile(osp.join(
         REPO_DIR, 'configs', 'pose',
         'sapiens2-tiny_1xb12-300_cocosample-128x96.py'))

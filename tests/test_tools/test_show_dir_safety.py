@@ -13,10 +13,8 @@ import torch
 from mmengine.config import Config
 
 from sapiens2_mm.apis import run_config, test_config
-from tests.conftest import DATA_DIR
+from tests.conftest import DATA_DIR, load_tool
 from tests.test_apis.tiny_configs import tiny_config
-
-from .workflow_utils import load_tool
 
 test_tool = load_tool('test')
 

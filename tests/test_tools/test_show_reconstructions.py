@@ -1,6 +1,5 @@
 """tools/analysis_tools/show_reconstructions.py on the tiny pretraining
 config: legible [masked | reconstruction | input] panels of user photos."""
-import importlib.util
 import os.path as osp
 import shutil
 
@@ -10,21 +9,14 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from tests.conftest import DATA_DIR, REPO_DIR
+from tests.conftest import PHOTO, REPO_DIR, load_tool
 
-SCRIPT = osp.join(REPO_DIR, 'tools', 'analysis_tools',
-                  'show_reconstructions.py')
 CONFIG = osp.join(REPO_DIR, 'configs', 'pretrain',
                   'sapiens2-tiny_pretrain-cpu-64x48.py')
-PHOTO = osp.join(DATA_DIR, 'coco_sample', '000000040083.jpg')
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location('show_reconstructions',
-                                                  SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tool('analysis_tools/show_reconstructions')
 
 
 @pytest.fixture(scope='module')

@@ -5,12 +5,13 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from sapiens2_mm.apis import init_model, run_config
+from sapiens2_mm.apis import run_config
 from sapiens2_mm.engine.hooks import InferenceSpeedHook
 from sapiens2_mm.runtime.compilation import CompileFallbackWarning
-from tests.test_apis.tiny_configs import tiny_config
+from tests.conftest import load_tool
+from tests.test_apis.tiny_configs import tiny_model
 
-from .workflow_utils import WORKFLOW_CFG, load_tool
+from .workflow_utils import WORKFLOW_CFG
 
 
 def _args(tmp_path, *extra):
@@ -24,11 +25,11 @@ def _args(tmp_path, *extra):
 def test_compile_and_dtype_add_the_speed_hook(tmp_path):
     tool, args = _args(tmp_path, '--compile')
     cfg = tool.build_cfg(args)
-    hooks = [h for h in cfg.custom_hooks if h['type'] == 'InferenceSpeedHook']
-    assert hooks == [dict(type='InferenceSpeedHook', compile=True,
-                          dtype='fp32')]
+    speed = 'sapiens2_mm.InferenceSpeedHook'
+    hooks = [h for h in cfg.custom_hooks if h['type'] == speed]
+    assert hooks == [dict(type=speed, compile=True, dtype='fp32')]
     tool, args = _args(tmp_path)
-    assert not any(h['type'] == 'InferenceSpeedHook'
+    assert not any('InferenceSpeedHook' in h['type']
                    for h in tool.build_cfg(args).custom_hooks)
 
 
@@ -44,7 +45,7 @@ def test_bf16_without_support_is_refused_before_testing(tmp_path,
 
 def test_hook_compiles_once_and_falls_back_without_compiler():
     import torch._inductor.config as inductor_config
-    model = init_model(tiny_config('seg'))
+    model = tiny_model('seg')
     hook = InferenceSpeedHook(compile=True)
     runner = SimpleNamespace(model=model)
     # inductor's own config.patch (monkeypatch.setattr on the cpp sub-config

@@ -26,8 +26,7 @@ import torch
 from mmengine.config import Config
 
 from sapiens2_mm.apis import task_names
-
-from .workflow_utils import REPO_DIR, load_tool
+from tests.conftest import REPO_DIR, load_tool
 
 train_tool = load_tool('train')
 test_tool = load_tool('test')

@@ -12,16 +12,9 @@ from mmengine.config import Config
 
 from sapiens2_mm.apis import run_config, train_config
 from sapiens2_mm.utils.user_errors import ConfigNotFoundError
+from tests.conftest import load_tool, subprocess_budget
 
-from .workflow_utils import (
-    REPO_DIR,
-    TEST,
-    TRAIN,
-    WORKFLOW_CFG,
-    load_tool,
-    make_data,
-    run_tool,
-)
+from .workflow_utils import REPO_DIR, TEST, TRAIN, WORKFLOW_CFG, make_data, run_tool
 
 train_tool = load_tool('train')
 test_tool = load_tool('test')
@@ -305,7 +298,8 @@ def test_tta_wraps_the_seg_model_and_runs(tmp_path):
     ckpt = str(tmp_path / 'random.pth')
     torch.save({'state_dict': MODELS.build(plain.model).state_dict()}, ckpt)
     cfg = test_tool.build_cfg(test_tool.parse_args([SEG_TINY, ckpt, '--tta']))
-    assert cfg.model.type == 'SegFlipTTAModel'
+    # the sample base names its types with their scope (any default_scope)
+    assert cfg.model.type == 'sapiens2_mm.SegFlipTTAModel'
     assert cfg.model.module.type == plain.model.type
     assert cfg.test_dataloader.dataset.pipeline == plain.tta_pipeline
     # End to end with random weights: the flip-averaged model is evaluated.
@@ -465,7 +459,8 @@ def test_plain_checkpoint_hook_is_made_atomic():
     cfg.default_hooks.checkpoint.type = 'CheckpointHook'
     notes = []
     train_config.use_atomic_checkpoints(cfg, notes)
-    assert cfg.default_hooks.checkpoint.type == 'AtomicCheckpointHook'
+    assert cfg.default_hooks.checkpoint.type == \
+        'sapiens2_mm.AtomicCheckpointHook'
     assert cfg.default_hooks.checkpoint.max_keep_ckpts == 3  # arguments kept
     assert 'AtomicCheckpointHook' in notes[0]
     base = Config.fromfile(osp.join(REPO_DIR, 'configs', '_base_',
@@ -480,7 +475,9 @@ def test_real_sigint_exits_130_without_traceback(trained, tmp_path):
     A test hook (tests/configs/workflow/wait_for_sigint_hook.py) parks the
     run after iteration 3's checkpoint and writes a marker; the signal is sent
     only then, so it always lands at that point, never on a race with the
-    training finishing first.
+    training finishing first. The waits scale with the load: for the marker,
+    40 interpreter starts (conftest.subprocess_budget; parking takes a few);
+    for the exit after the signal, twice the time parking took, or 10 starts.
     """
     import signal
     import subprocess
@@ -501,19 +498,42 @@ def test_real_sigint_exits_130_without_traceback(trained, tmp_path):
                PYTHONPATH=os.pathsep.join(
                    [osp.dirname(WORKFLOW_CFG), REPO_DIR,
                     os.environ.get('PYTHONPATH', '')]))
-    proc = subprocess.Popen(
-        [sys.executable, TRAIN, str(cfg), '--work-dir', work],
-        cwd=REPO_DIR, env=env, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 240
-    while not osp.exists(marker):
-        if proc.poll() is not None or time.time() > deadline:
-            out, err = proc.communicate(timeout=60)
-            raise AssertionError(f'never parked ({proc.returncode}):\n'
-                                 f'{err[-3000:]}')
-        time.sleep(0.2)
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
+    # tools/train.py run as from a terminal, where Ctrl-C is on: a suite
+    # started in the background (``pytest ... &``, nohup, some CI runners)
+    # passes SIGINT on ignored, and train.py rightly keeps it ignored then
+    # (the run never ended: "timed out after 120 s").
+    argv = [TRAIN, str(cfg), '--work-dir', work]
+    from_a_terminal = (
+        'import runpy, signal, sys; '
+        'signal.signal(signal.SIGINT, signal.default_int_handler); '
+        f'sys.argv = {argv!r}; runpy.run_path({TRAIN!r}, run_name="__main__")')
+    # files, not pipes: a full pipe nobody reads while we wait would block
+    # the run before it parks
+    out_path, err_path = tmp_path / 'stdout.txt', tmp_path / 'stderr.txt'
+    budget = subprocess_budget(40)
+    start = time.monotonic()
+    with open(out_path, 'w') as out_file, open(err_path, 'w') as err_file:
+        proc = subprocess.Popen(
+            [sys.executable, '-c', from_a_terminal],
+            cwd=REPO_DIR, env=env, stdout=out_file, stderr=err_file)
+        while not osp.exists(marker):
+            if proc.poll() is not None or time.monotonic() - start > budget:
+                proc.kill()
+                proc.wait()
+                raise AssertionError(f'never parked ({proc.returncode}):\n'
+                                     f'{err_path.read_text()[-3000:]}')
+            time.sleep(0.2)
+        parked_after = time.monotonic() - start
+        proc.send_signal(signal.SIGINT)
+        exit_budget = max(2 * parked_after, subprocess_budget(10))
+        try:
+            proc.wait(timeout=exit_budget)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise AssertionError(f'still running {exit_budget:.0f} s after '
+                                 f'SIGINT:\n{err_path.read_text()[-3000:]}') from None
+    out, err = out_path.read_text(), err_path.read_text()
     assert proc.returncode == 130, [
         line for line in (out + err).splitlines()
         if 'nterrupt' in line or 'rror' in line or 'Trace' in line]

@@ -6,9 +6,15 @@ import os.path as osp
 import socket
 import subprocess
 import sys
+from typing import Optional
 
-TESTS_DIR = osp.dirname(osp.dirname(osp.abspath(__file__)))
-REPO_DIR = osp.dirname(TESTS_DIR)
+from tests.conftest import (
+    REPO_DIR,
+    TESTS_DIR,
+    load_tool,  # noqa: F401 - moved to conftest, still importable here
+    subprocess_budget,
+)
+
 WORKFLOW_CFG = osp.join(TESTS_DIR, 'configs', 'workflow', 'tiny_seg_workflow.py')
 TRAIN = osp.join(REPO_DIR, 'tools', 'train.py')
 TEST = osp.join(REPO_DIR, 'tools', 'test.py')
@@ -26,28 +32,20 @@ def make_data(out_dir: str) -> str:
     return make_tiny_seg_data(out_dir, num_train=8, num_val=5)
 
 
-def load_tool(name: str):
-    """Import tools/<name>.py as module ``sapiens2_tools_<name>``."""
-    import importlib.util
-    tools_dir = osp.join(REPO_DIR, 'tools')
-    spec = importlib.util.spec_from_file_location(
-        f'sapiens2_tools_{name}', osp.join(tools_dir, f'{name}.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(('127.0.0.1', 0))
         return sock.getsockname()[1]
 
 
-def run_tool(args, data_root, nproc=1, timeout=300, check=True):
+def run_tool(args, data_root, nproc=1, timeout: Optional[float] = None,
+             check=True):
     """Run a tool as a subprocess.
 
     ``args[0]`` is a Python script (run with torchrun when ``nproc > 1``) or a
     ``.sh`` launcher (run with bash, using this interpreter and a free port).
+    ``timeout`` defaults to 40 interpreter starts (conftest.subprocess_budget:
+    a tiny run takes a few).
     """
     env = dict(os.environ, SAPIENS2_WORKFLOW_DATA=data_root,
                OMP_NUM_THREADS='1', MKL_NUM_THREADS='1',
@@ -62,7 +60,8 @@ def run_tool(args, data_root, nproc=1, timeout=300, check=True):
     else:
         cmd = [sys.executable, *args]
     proc = subprocess.run(cmd, cwd=REPO_DIR, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+                          text=True,
+                          timeout=timeout or subprocess_budget(40))
     if check and proc.returncode != 0:
         raise AssertionError(
             f'{" ".join(cmd)} failed ({proc.returncode}):\n'

@@ -1,6 +1,7 @@
 """--cfg-options: hook typos refused, variable overrides refused with the keys
 that hold their value, a new training length moves the scheduler (one note)."""
 import os.path as osp
+import re
 
 import pytest
 import torch
@@ -11,7 +12,8 @@ from sapiens2_mm.utils.cfg_options import (
     apply_cfg_options,
     find_unknown_cfg_options,
 )
-from tests.test_tools.workflow_utils import REPO_DIR, WORKFLOW_CFG
+from tests.conftest import REPO_DIR
+from tests.test_tools.workflow_utils import WORKFLOW_CFG
 
 POSE_TINY = osp.join(REPO_DIR, 'configs', 'pose',
                      'sapiens2-tiny_1xb12-300_cocosample-128x96.py')
@@ -59,14 +61,58 @@ def test_dict_variable_override_lists_every_copy():
     assert cfg.model.head.decoder.sigma != 3.0
 
 
-@pytest.mark.parametrize('key,hint', [('max_iters', 'train_cfg.max_iters'),
-                                      ('data_root', 'data_root'),
-                                      ('dataset.ann_file', 'no key')])
+@pytest.mark.parametrize('key,hint', [
+    ('max_iters', 'train_cfg.max_iters'),
+    ('coco_sample_root', 'train_dataloader.dataset.data_root'),
+    ('dataset.ann_file', 'no key')])
 def test_variable_override_that_changes_nothing_refused(key, hint):
     cfg = Config.fromfile(POSE_TINY)
     with pytest.raises(UnknownConfigKeyError, match='changes nothing') as err:
         apply_cfg_options(cfg, {key: 5})
     assert hint in str(err.value)
+
+
+def test_folder_variable_names_every_accepted_key_that_uses_it():
+    """Issue 25: data_root of the COCO config named dataset.data_root (a
+    config variable, itself refused) and left out the evaluators' ann_file,
+    which is built from it."""
+    cfg = Config.fromfile(osp.join(REPO_DIR, 'configs', 'pose',
+                                   'sapiens2-1b_8xb7-20k_coco-1024x768.py'))
+    with pytest.raises(UnknownConfigKeyError) as err:
+        apply_cfg_options(cfg, {'data_root': 'mine/'})
+    text = str(err.value)
+    named = re.findall(r'[a-z_]+(?:\.[a-z_]+)+', text.split('instead')[-1])
+    assert set(named) == {
+        'train_dataloader.dataset.data_root', 'val_dataloader.dataset.data_root',
+        'test_dataloader.dataset.data_root', 'val_evaluator.ann_file',
+        'test_evaluator.ann_file'}
+    # every key it names is accepted
+    apply_cfg_options(cfg, {k: 'x' for k in named})
+
+
+def test_sub_key_of_an_unset_argument_starts_from_its_default():
+    """Issue 25: data_prefix.normal_path was refused with "has no key
+    'data_prefix'. Did you mean 'data_prefix'"."""
+    cfg = Config.fromfile(osp.join(
+        REPO_DIR, 'configs', 'normal',
+        'sapiens2-tiny_1xb2-30_densesample-128x96.py'))
+    assert 'data_prefix' not in cfg.train_dataloader.dataset
+    notes = apply_cfg_options(
+        cfg, {'train_dataloader.dataset.data_prefix.normal_path': 'n'})
+    assert cfg.train_dataloader.dataset.data_prefix == dict(normal_path='n')
+    assert 'data_prefix was not set' in notes[0]
+    seg = Config.fromfile(osp.join(
+        REPO_DIR, 'configs', 'seg', 'sapiens2-tiny_1xb2-30_seg29sample-128x96.py'))
+    seg.train_dataloader.dataset.pop('data_prefix')
+    with pytest.raises(UnknownConfigKeyError) as err:
+        apply_cfg_options(seg, {'train_dataloader.dataset.data_prefix.img_pth': 1})
+    assert "has no key 'img_pth'. Did you mean 'img_path'?" in str(err.value)
+    assert "no key 'data_prefix'" not in str(err.value)
+    apply_cfg_options(seg, {'train_dataloader.dataset.data_prefix.img_path':
+                            'photos'})
+    # the class default's other entry is kept
+    assert seg.train_dataloader.dataset.data_prefix == dict(
+        img_path='photos', seg_map_path='')
 
 
 def _lrs(param_scheduler, max_iters):

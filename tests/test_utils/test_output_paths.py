@@ -9,20 +9,12 @@ import sys
 import pytest
 
 from sapiens2_mm.utils.output_paths import OutputPathError, check_output_file
-from tests.conftest import DATA_DIR, REPO_DIR
+from tests.conftest import COCO_DIR, REPO_DIR, load_tool, subprocess_budget
 from tests.test_tools.workflow_utils import WORKFLOW_CFG
 
 CONVERTER = osp.join(REPO_DIR, 'tools', 'dataset_converters',
                      'coco_wholebody_to_sapiens308.py')
-WHOLEBODY = osp.join(DATA_DIR, 'coco_sample', 'test_coco_wholebody.json')
-
-
-def _load(path, name):
-    import importlib.util
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+WHOLEBODY = osp.join(COCO_DIR, 'test_coco_wholebody.json')
 
 
 @pytest.fixture
@@ -41,13 +33,14 @@ def test_converter_refuses_to_overwrite_its_input(tmp_path):
     for argv in ([src, src], [src, src, '--overwrite'],
                  [src, osp.join(str(tmp_path), '.', 'wb.json')]):
         proc = subprocess.run([sys.executable, CONVERTER, *argv],
-                              capture_output=True, text=True, timeout=120)
+                              capture_output=True, text=True,
+                              timeout=subprocess_budget(10))
         assert proc.returncode == 2 and 'is the input file' in proc.stderr
     with open(src) as f:
         assert f.read() == before
     # an earlier output is kept unless --overwrite
     out = str(tmp_path / 'out.json')
-    tool = _load(CONVERTER, 'wb308_outputs')
+    tool = load_tool('dataset_converters/coco_wholebody_to_sapiens308')
     assert tool.main([src, out]) == 0
     with pytest.raises(SystemExit):
         tool.main([src, out])
@@ -65,8 +58,7 @@ def test_check_output_file_errors(tmp_path, blocked):
 
 def test_export_refuses_unwritable_output_before_building(blocked,
                                                           monkeypatch):
-    export_model = _load(osp.join(REPO_DIR, 'tools', 'deployment',
-                                  'export_model.py'), 'export_outputs')
+    export_model = load_tool('deployment/export_model')
 
     def no_build(*args, **kwargs):
         raise AssertionError('the model was built before the output check')
@@ -78,8 +70,7 @@ def test_export_refuses_unwritable_output_before_building(blocked,
 
 def test_analysis_tools_refuse_unwritable_outputs_first(tmp_path, blocked,
                                                         monkeypatch):
-    tools_dir = osp.join(REPO_DIR, 'tools', 'analysis_tools')
-    analyze_logs = _load(osp.join(tools_dir, 'analyze_logs.py'), 'al_out')
+    analyze_logs = load_tool('analysis_tools/analyze_logs')
 
     def no_read(*args, **kwargs):
         raise AssertionError('logs were read before the output check')
@@ -88,11 +79,11 @@ def test_analysis_tools_refuse_unwritable_outputs_first(tmp_path, blocked,
     with pytest.raises(SystemExit, match='--out image'):
         analyze_logs.main(['plot_curve', str(tmp_path), '--out',
                            osp.join(blocked, 'curves.png')])
-    browse = _load(osp.join(tools_dir, 'browse_dataset.py'), 'bd_out')
+    browse = load_tool('analysis_tools/browse_dataset')
     monkeypatch.setattr(browse, 'build_visualizer', no_read)
     with pytest.raises(SystemExit, match='--output-dir'):
         browse.main([WORKFLOW_CFG, '--output-dir', blocked])
-    print_config = _load(osp.join(tools_dir, 'print_config.py'), 'pc_out')
+    print_config = load_tool('analysis_tools/print_config')
     cfg_copy = str(tmp_path / 'cfg.py')
     shutil.copy(WORKFLOW_CFG, cfg_copy)
     with pytest.raises(SystemExit, match='is the input file'):

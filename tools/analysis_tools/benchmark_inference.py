@@ -69,7 +69,8 @@ from sapiens2_mm.runtime.precision import (  # noqa: E402
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('config', help='task config (pose, seg, ...)')
+    parser.add_argument('config', help='task config (pose, seg, ...; '
+                        'stock mmpose top-down and mmseg configs too)')
     parser.add_argument('--checkpoint', help='weights (default: random)')
     parser.add_argument('--arch', help='backbone arch override, e.g. '
                         'sapiens2_0.1b, or a JSON dict of arch fields')
@@ -119,7 +120,8 @@ def _override(cfg, arch, input_size) -> None:
         head.in_channels = dims
     if input_size:
         h, w = input_size
-        model.backbone.img_size = (h, w)
+        if 'img_size' in model.backbone:  # ViTs; a CNN takes any size
+            model.backbone.img_size = (h, w)
         head = model.get('head') or {}
         decoder = head.get('decoder')
         if decoder is not None and 'input_size' in decoder:

@@ -1,4 +1,4 @@
-"""Parameters and FLOPs of a config's model (or of an official backbone size).
+"""Parameters, MACs and FLOPs of a config's model (or of an official backbone).
 
 Usage::
 
@@ -7,21 +7,27 @@ Usage::
     python tools/analysis_tools/get_flops.py --arch sapiens2_1b_4k
     python tools/analysis_tools/get_flops.py --all-archs
 
-The model is built on torch's ``meta`` device, so even the 5B model needs no
-memory, and one forward pass of a (1, 3, H, W) meta tensor runs under
-``torch.utils.flop_counter.FlopCounterMode``. Counting convention: FLOPs =
-2 x multiply-accumulates (MACs) of every convolution and matrix product
-(linear layers *and* the attention matmuls QK^T and AV); element-wise ops,
-norms and softmax are not counted. MACs are printed too, split into linear /
-conv and attention, because the Sapiens2 model card numbers are closest to the
-MACs of the linear and conv layers alone (see docs/train_test.md).
+CONFIG may be of any scope (sapiens2_mm, a stock mmpose / mmseg config). The
+input size is the config's test input size (test pipeline, codec, data
+preprocessor or backbone img_size; the source is printed), or ``--shape``;
+never a default. The model is built on torch's ``meta`` device (no memory, so
+the 5B model counts too); a model that cannot be built there (mmseg's
+SegFormer) is built on the CPU and moved to it. One forward pass runs under
+``torch.utils.flop_counter.FlopCounterMode``
+(:mod:`sapiens2_mm.apis.model_cost`). Both conventions are printed, each
+named: MACs (multiply-accumulates of convolutions and matrix products,
+attention matmuls included: what the mmpose / mmseg model zoos print as
+"FLOPs") and FLOPs = 2 x MACs (the Sapiens2 model card's convention). MACs
+are also split into linear / conv and attention, because the Sapiens2 model
+card numbers are closest to the MACs of the linear and conv layers alone
+(see docs/train_test.md).
 """
 import argparse
 import os.path as osp
 import sys
 from typing import Dict, Optional, Tuple
 
-import torch
+from mmengine.config import Config
 
 from sapiens2_mm.utils.cfg_options import CfgOptionsAction
 
@@ -39,8 +45,7 @@ MODEL_CARD = {
 # Backbones that are an official arch built another way, and their input.
 VARIANTS = {'sapiens2_1b_4k': (dict(arch='sapiens2_1b', use_tokenizer=True),
                                (4096, 3072))}
-ATTENTION_OPS = ('bmm', 'baddbmm', 'scaled_dot_product')
-DEFAULT_SHAPE = (1024, 768)
+CARD_SHAPE = (1024, 768)  # the model card's input size
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -52,8 +57,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument('--all-archs', action='store_true',
                         help='table of every official size vs the model card')
     parser.add_argument('--shape', type=int, nargs=2, metavar=('H', 'W'),
-                        help='input height and width (default: the config '
-                        "backbone's img_size, else 1024 768)")
+                        help='input height and width (default: the '
+                        "config's test input size, an arch's img_size)")
     parser.add_argument('--cfg-options', nargs='+', action=CfgOptionsAction,
                         help='override config keys (checked as in '
                         'tools/train.py)')
@@ -63,64 +68,18 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
-def _input_shape(model_cfg: dict, shape: Optional[Tuple[int, int]]):
-    if shape:
-        return tuple(shape)
-    backbone = model_cfg.get('backbone', model_cfg)
-    size = backbone.get('img_size', DEFAULT_SHAPE)
-    return (size, size) if isinstance(size, int) else tuple(size)
-
-
-def _forward(model: torch.nn.Module, inputs: torch.Tensor):
-    from mmengine.model import BaseModel
-    if isinstance(model, BaseModel):  # estimators: head outputs, no decode
-        # data_samples is a required positional argument of mmpose's
-        # BasePoseEstimator.forward (optional in mmseg / mmpretrain)
-        return model(inputs, None, mode='tensor')
-    return model(inputs)
-
-
 def count(model_cfg: dict, shape: Optional[Tuple[int, int]] = None) -> Dict:
-    """Build ``model_cfg`` on the meta device and count params and FLOPs.
+    """Parameters and MACs of a sapiens2_mm-scope ``model_cfg`` (a bare
+    backbone or a task model) at ``shape`` (H, W), by default at the size
+    the model config gives (``backbone.img_size``, the codec's input size).
 
     Returns:
-        dict with ``params``, ``backbone_params``, ``flops`` (2 x MACs),
-        ``linear_macs`` (linear + conv), ``attention_macs`` and ``shape``.
+        :func:`sapiens2_mm.apis.model_cost.count_cost`'s dict (``params``,
+        ``backbone_params``, ``macs``, ``flops`` = 2 x MACs, ``linear_macs``,
+        ``attention_macs``, ``shape``).
     """
-    from torch.utils.flop_counter import FlopCounterMode
-
-    from sapiens2_mm.registry import MODELS
-    model_cfg = dict(model_cfg)
-    hw = _input_shape(model_cfg, shape)
-    _drop_pretrained(model_cfg)
-    with torch.device('meta'):
-        model = MODELS.build(model_cfg).eval()
-        inputs = torch.empty(1, 3, *hw)
-    params = sum(p.numel() for p in model.parameters())
-    backbone = getattr(model, 'backbone', model)
-    with FlopCounterMode(display=False) as counter, torch.no_grad():
-        _forward(model, inputs)
-    per_op = {str(k): v for k, v in counter.get_flop_counts()['Global'].items()}
-    attention = sum(v for k, v in per_op.items()
-                    if any(op in k for op in ATTENTION_OPS))
-    total = counter.get_total_flops()
-    return dict(params=params,
-                backbone_params=sum(p.numel() for p in backbone.parameters()),
-                flops=total, linear_macs=(total - attention) // 2,
-                attention_macs=attention // 2, shape=hw)
-
-
-def _drop_pretrained(cfg) -> None:
-    """No checkpoint is read on the meta device: drop Pretrained init_cfgs."""
-    if isinstance(cfg, dict):
-        if isinstance(cfg.get('init_cfg'), dict) and \
-                cfg['init_cfg'].get('type') == 'Pretrained':
-            cfg['init_cfg'] = None
-        for value in cfg.values():
-            _drop_pretrained(value)
-    elif isinstance(cfg, (list, tuple)):
-        for value in cfg:
-            _drop_pretrained(value)
+    from sapiens2_mm.apis.model_cost import config_cost
+    return config_cost(Config(dict(model=model_cfg)), shape)
 
 
 def backbone_cfg(arch: str) -> dict:
@@ -131,7 +90,7 @@ def backbone_cfg(arch: str) -> dict:
         return dict(type='Sapiens2', out_type='featmap', img_size=shape,
                     init_cfg=None, **settings)
     return dict(type='Sapiens2', arch=arch, out_type='featmap',
-                img_size=DEFAULT_SHAPE, init_cfg=None)
+                img_size=CARD_SHAPE, init_cfg=None)
 
 
 def _fmt(value: float) -> str:
@@ -142,19 +101,27 @@ def _fmt(value: float) -> str:
 
 
 def report(name: str, result: Dict) -> str:
+    """The printed summary: input, parameters, MACs and FLOPs, each number
+    with its convention."""
     h, w = result['shape']
+    source = result.get('shape_source')
     lines = [
-        f'{name}  input 1x3x{h}x{w}',
+        f'{name}  input 1x3x{h}x{w}' + (f' (from {source})' if source else ''),
         f'  params           {result["params"]:,} '
         f'({result["params"] / 1e9:.3f} B)',
     ]
     if result['backbone_params'] != result['params']:
         lines.append(f'  backbone params  {result["backbone_params"]:,}')
     lines += [
-        f'  FLOPs            {_fmt(result["flops"])} (= 2 x MACs)',
+        f'  MACs             {_fmt(result["macs"])} (multiply-accumulates: '
+        'what the mmpose / mmseg model zoos print as "FLOPs")',
+        f'  FLOPs            {_fmt(result["flops"])} (= 2 x MACs: the '
+        'Sapiens2 model card\'s convention)',
         f'  MACs linear+conv {_fmt(result["linear_macs"])}',
         f'  MACs attention   {_fmt(result["attention_macs"])}',
     ]
+    if result.get('build'):
+        lines.append(f'  model            {result["build"]}')
     return '\n'.join(lines)
 
 
@@ -184,12 +151,14 @@ def main(argv=None) -> Dict:
         return result
     if not osp.isfile(args.config):
         sys.exit(f'error: config file not found: {args.config!r}')
-    from mmengine.config import Config
-
+    from sapiens2_mm.apis.model_cost import config_cost
     from sapiens2_mm.utils.cfg_options import apply_cfg_options
     cfg = Config.fromfile(args.config)
     apply_cfg_options(cfg, args.cfg_options)
-    result = count(cfg.model.to_dict(), args.shape)
+    try:
+        result = config_cost(cfg, args.shape)
+    except ValueError as err:
+        sys.exit(f'error: {err}')
     print(report(osp.basename(args.config), result))
     return result
 

@@ -109,7 +109,7 @@ def state_bytes(model, optimizer):
 
 def full_params(model, variant):
     """Full (unsharded) parameters on the CPU, by plain name."""
-    from sapiens2_mm.engine.strategies.fsdp_shapes import plain_name
+    from sapiens2_mm.engine.fsdp_shapes import plain_name
     if variant == 'fsdp1':
         from torch.distributed.fsdp import FullyShardedDataParallel
         with FullyShardedDataParallel.summon_full_params(model):

@@ -21,6 +21,7 @@ from mmengine.config import Config
 
 from ...registry import TASKS
 from ...structures import DenseOutputs, dense_outputs
+from ...utils.setup_env import qualified_type
 from ...utils.user_errors import OptionError
 from ..dense_inferencer import DenseInferencer
 from ..mask_sources import check_foreground_options
@@ -28,7 +29,7 @@ from ..writers import TaskWriter, save_array, write_image
 from .base import BaseTask, visualization_hooks
 from .options import TaskOptions, option
 
-DENSE_MODEL_TYPES = ('DenseEstimator', 'sapiens2_mm.DenseEstimator')
+DENSE_MODEL_TYPES = ('DenseEstimator', )
 DENSE_SHOW_HOOK = 'DenseVisualizationHook'
 
 
@@ -155,8 +156,8 @@ class DenseTask(BaseTask):
     def matches(self, cfg: Config) -> bool:
         model = cfg.model
         head = model.get('decode_head') or {}
-        return (model.get('type') in DENSE_MODEL_TYPES
-                and head.get('type') in self.head_types)
+        return (qualified_type(cfg, model.get('type')) in DENSE_MODEL_TYPES
+                and qualified_type(cfg, head.get('type')) in self.head_types)
 
     def dataset_meta(self, cfg: Config) -> dict:
         """The test dataset's ``METAINFO`` (its task name) and the config's

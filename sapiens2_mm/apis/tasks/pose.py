@@ -8,6 +8,7 @@ import numpy as np
 from mmengine.config import Config
 
 from ...registry import TASKS
+from ...utils.setup_env import qualified_type
 from ...utils.user_errors import ConfigError, OptionError
 from ..box_sources import BoxFile, DetectorBoxes, WholeImageBoxes
 from ..inputs import file_identity
@@ -16,7 +17,7 @@ from ..writers import TaskWriter, write_text
 from .base import BaseTask, default_visualization_hooks
 from .options import TaskOptions, option
 
-POSE_MODEL_TYPES = ('mmpose.TopdownPoseEstimator', 'TopdownPoseEstimator')
+POSE_MODEL_TYPES = ('mmpose.TopdownPoseEstimator', )
 
 
 def pose_dataset_meta(cfg: Config) -> dict:
@@ -41,7 +42,7 @@ def pose_dataset_meta(cfg: Config) -> dict:
         metainfo = dataset.metainfo
     elif dataset.get('type') is not None:
         cls = dataset.type if isinstance(dataset.type, type) else \
-            DATASETS.get(dataset.type)
+            DATASETS.get(qualified_type(cfg, dataset.type))
         if cls is None:
             raise ConfigError(
                 f'The test dataset type {dataset.type!r} is not registered '
@@ -149,7 +150,7 @@ class PoseTask(BaseTask):
     options_class = PoseOptions
 
     def matches(self, cfg: Config) -> bool:
-        return cfg.model.get('type') in POSE_MODEL_TYPES
+        return qualified_type(cfg, cfg.model.get('type')) in POSE_MODEL_TYPES
 
     def dataset_meta(self, cfg: Config) -> dict:
         return pose_dataset_meta(cfg)

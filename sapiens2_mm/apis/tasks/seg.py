@@ -6,6 +6,7 @@ import numpy as np
 from mmengine.config import Config
 
 from ...registry import TASKS
+from ...utils.setup_env import qualified_type
 from ...utils.user_errors import ConfigError
 from ..seg_inferencer import SegInferencer
 from ..writers import TaskWriter, save_array
@@ -22,18 +23,25 @@ DRAW_BAND_ROWS = 512
 def seg_dataset_meta(cfg: Config) -> dict:
     """``classes`` / ``palette`` (and ``flip_swap_pairs``) of a seg config.
 
-    The test dataset's ``metainfo`` if it names classes, else, for a
-    29-class model, the packaged Sapiens2 body-part table.
+    The test dataset's ``metainfo`` if it names classes, else its class's
+    ``METAINFO`` (``Seg29Dataset``, a stock mmseg dataset such as
+    ``ADE20KDataset``), else, for a 29-class model, the packaged Sapiens2
+    body-part table.
 
     Raises:
         ValueError: no class names for the model's class count.
     """
     from ...metainfo.seg29 import seg29_metainfo
+    from ...registry import DATASETS
     num_classes = cfg.model.decode_head.num_classes
     meta = None
     dataset = (cfg.get('test_dataloader') or {}).get('dataset') or {}
+    cls = DATASETS.get(qualified_type(cfg, dataset.type)) if isinstance(
+        dataset.get('type'), str) else dataset.get('type')
     if 'classes' in (dataset.get('metainfo') or {}):
         meta = dict(dataset.metainfo)
+    elif 'classes' in (getattr(cls, 'METAINFO', None) or {}):
+        meta = dict(cls.METAINFO)
     elif num_classes == 29:
         meta = seg29_metainfo()
     if meta is None or len(meta['classes']) != num_classes:
@@ -88,8 +96,8 @@ class SegTask(BaseTask):
 
     def matches(self, cfg: Config) -> bool:
         head = cfg.model.get('decode_head') or {}
-        return (head.get('type') in SEG_HEAD_TYPES
-                or cfg.model.get('type') in SEG_MODEL_TYPES)
+        return (qualified_type(cfg, head.get('type')) in SEG_HEAD_TYPES
+                or qualified_type(cfg, cfg.model.get('type')) in SEG_MODEL_TYPES)
 
     def dataset_meta(self, cfg: Config) -> dict:
         return seg_dataset_meta(cfg)

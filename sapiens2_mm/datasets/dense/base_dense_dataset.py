@@ -30,6 +30,9 @@ class BaseDenseDataset(BaseDataset):
         data_prefix: sub-folder per path key, defaults from :attr:`TARGETS`
             and ``img_path='rgb'``.
         skip_incomplete: skip images whose target files are missing.
+        with_mask: read ``mask/``; False: no mask files, every pixel whose
+            target is valid (finite, non-zero normals; positive depth)
+            counts.
         **kwargs: mmengine ``BaseDataset`` arguments (``pipeline``,
             ``test_mode``, ``indices`` ...).
     """
@@ -41,10 +44,13 @@ class BaseDenseDataset(BaseDataset):
     METAINFO: dict = dict()
 
     def __init__(self, data_root: str = '', data_prefix: Optional[dict] = None,
-                 skip_incomplete: bool = False, **kwargs) -> None:
+                 skip_incomplete: bool = False, with_mask: bool = True,
+                 **kwargs) -> None:
+        self.targets = {key: value for key, value in self.TARGETS.items()
+                        if with_mask or key != 'mask_path'}
         prefix = dict(img_path='rgb')
         prefix.update({key: folder for key, (folder, _, _) in
-                       self.TARGETS.items()})
+                       self.targets.items()})
         prefix.update(data_prefix or {})
         self.skip_incomplete = skip_incomplete
         self.skipped: Dict[str, int] = Counter()
@@ -75,7 +81,7 @@ class BaseDenseDataset(BaseDataset):
         images = self._index_folder(img_dir, self.IMG_SUFFIXES, 'image')
         targets = {key: self._index_folder(self.data_prefix[key], suffixes,
                                            what)
-                   for key, (_, suffixes, what) in self.TARGETS.items()}
+                   for key, (_, suffixes, what) in self.targets.items()}
         if not images:
             raise FileNotFoundError(
                 f'{type(self).__name__} found no {"/".join(self.IMG_SUFFIXES)} '
@@ -84,7 +90,7 @@ class BaseDenseDataset(BaseDataset):
         for name, img_path in images.items():
             info = dict(img_path=img_path)
             absent = []
-            for key, (_, suffixes, what) in self.TARGETS.items():
+            for key, (_, suffixes, what) in self.targets.items():
                 if name in targets[key]:
                     info[key] = targets[key][name]
                 else:

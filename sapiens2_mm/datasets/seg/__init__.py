@@ -1,5 +1,5 @@
 """Segmentation dataset and transforms (imports mmseg)."""
-from .seg29_dataset import Seg29Dataset
+from .seg_dataset import Seg29Dataset, SegDataset
 from .transforms import *  # noqa: F401,F403
 
-__all__ = ['Seg29Dataset']
+__all__ = ['SegDataset', 'Seg29Dataset']

@@ -5,7 +5,7 @@ from mmengine.optim import DefaultOptimWrapperConstructor
 from torch import nn
 
 from ...registry import OPTIM_WRAPPER_CONSTRUCTORS
-from ..strategies.fsdp_shapes import full_shape, plain_name
+from ..fsdp_shapes import full_shape, plain_name
 
 # Parameters of the stem: layer id 0 (lowest lr).
 STEM_NAMES = ('cls_token', 'storage_tokens', 'mask_token', 'pos_embed')
@@ -79,7 +79,7 @@ def no_weight_decay(name: str, param: nn.Parameter) -> bool:
     builds the optimizer after wrapping): every parameter is then a 1-D flat
     shard, so ``param.ndim == 1`` matched all of them and FSDP trained with
     weight decay off. The shape recorded before wrapping is used instead
-    (:func:`~sapiens2_mm.engine.strategies.fsdp_shapes.full_shape`).
+    (:func:`~sapiens2_mm.engine.fsdp_shapes.full_shape`).
     """
     return (len(full_shape(param)) == 1 or name.endswith('.bias')
             or 'pos_embed' in name

@@ -57,7 +57,7 @@ from ..hooks.checked_load_hook import (
 )
 from ..optimizers.amp_optim_wrapper import use_sapiens2_amp
 from .fsdp_precision import evaluate_in_full_precision
-from .fsdp_shapes import record_full_shapes
+from ..fsdp_shapes import record_full_shapes
 from .fsdp_twins import twin_wrap_policy
 from .meta_init import (
     UnitInitializer,

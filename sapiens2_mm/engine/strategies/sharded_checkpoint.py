@@ -43,7 +43,7 @@ from ...utils.sharded_checkpoint import (
     sharded_checkpoint_problem,
 )
 from ...utils.user_errors import CheckpointError, ConfigError
-from .fsdp_shapes import plain_name
+from ..fsdp_shapes import plain_name
 from .host_memory import release_freed_host_memory
 
 # (the rank's tensor, its start in the flattened parameter or None when the

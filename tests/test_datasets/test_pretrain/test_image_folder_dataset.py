@@ -13,19 +13,19 @@ from sapiens2_mm.datasets.pretrain.transforms import (
     PersonCentricResizedCrop,
     RandomGaussianBlur,
 )
+from tests.conftest import COCO_DIR
 
 HERE = osp.dirname(osp.abspath(__file__))
-COCO = osp.join(HERE, '..', '..', 'data', 'coco_sample')
 
 
 def _folder(tmp_path):
     root = tmp_path / 'imgs'
     (root / 'a' / 'deep').mkdir(parents=True)
     (root / 'b').mkdir()
-    jpgs = sorted(f for f in os.listdir(COCO) if f.endswith('.jpg'))
-    shutil.copy(osp.join(COCO, jpgs[0]), root / 'a' / 'deep' / 'x.JPG')
-    shutil.copy(osp.join(COCO, jpgs[1]), root / 'b' / 'y.jpeg')
-    shutil.copy(osp.join(COCO, jpgs[2]), root / 'z.jpg')
+    jpgs = sorted(f for f in os.listdir(COCO_DIR) if f.endswith('.jpg'))
+    shutil.copy(osp.join(COCO_DIR, jpgs[0]), root / 'a' / 'deep' / 'x.JPG')
+    shutil.copy(osp.join(COCO_DIR, jpgs[1]), root / 'b' / 'y.jpeg')
+    shutil.copy(osp.join(COCO_DIR, jpgs[2]), root / 'z.jpg')
     (root / 'b' / 'broken.png').write_bytes(b'not an image')
     (root / 'b' / 'notes.txt').write_text('skip me')
     return root
@@ -55,8 +55,8 @@ def test_empty_and_missing_folders(tmp_path):
 
 
 def test_person_boxes_from_coco_json():
-    ds = ImageFolderDataset(data_root=COCO,
-                            person_boxes=osp.join(COCO, 'test_coco.json'))
+    ds = ImageFolderDataset(data_root=COCO_DIR,
+                            person_boxes=osp.join(COCO_DIR, 'test_coco.json'))
     info = {osp.basename(ds[i]['img_path']): ds[i] for i in range(len(ds))}
     boxes = info['000000000785.jpg']['person_bboxes']
     # test_coco.json: bbox [280.79, 44.73, 218.7, 346.68] (x, y, w, h).

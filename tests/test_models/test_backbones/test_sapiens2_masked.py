@@ -11,10 +11,14 @@ from sapiens2_mm.models.layers import (
     random_patch_mask,
 )
 from sapiens2_mm.registry import MODELS
+from tests.conftest import OFFICIAL_TOLERANCE, max_diff_to_official
 
 # the thread count the official vectors reproduce at (conftest)
 pytestmark = pytest.mark.usefixtures('official_vector_threads')
 
+# Dropping hidden tokens vs hiding them by an attention mask, on the same
+# machine and input: float32 rounding of one CPU, within 1e-5 under every
+# kernel set tried (conftest.CROSS_CPU_MARGIN lists them).
 TOLERANCE = 1e-5
 TINY = dict(embed_dims=32, num_layers=2, num_heads=4, feedforward_channels=64,
             num_tokenizer_layers=1)
@@ -40,8 +44,9 @@ def test_mask_ratio_zero_reproduces_official(name, parity_file, repo_path):
         plain = model(x)[0]
     h, w = io['output'].shape[-2:]
     feat = raw[:, 9:].reshape(x.shape[0], h, w, -1).permute(0, 3, 1, 2)
-    assert (feat - io['output']).abs().max().item() <= TOLERANCE
-    # ratio 0 is the identity gather: bit-identical to the unmasked path.
+    assert max_diff_to_official(feat, name) <= OFFICIAL_TOLERANCE
+    # ratio 0 is the identity gather: bit-identical to the unmasked path
+    # (the same kernels on the same tensors, in one process).
     assert torch.equal(raw, plain)
 
 
@@ -107,9 +112,12 @@ def test_permuting_kept_tokens_permutes_outputs(name, parity_file, repo_path):
         out = model(x, ids_keep=mask.ids_keep)[0]
         out_perm = model(x, ids_keep=mask.ids_keep[:, perm])[0]
     # Only the order of the attention sums changes, so the difference is
-    # float32 rounding, which grows with the output's magnitude (here ~2:
-    # 1.01e-5 measured on an AVX-512 CPU); a wrong RoPE row is off by O(1).
-    bound = TOLERANCE * max(1.0, out.abs().max().item())
+    # float32 rounding, of the same kind as another CPU's kernels
+    # (conftest.OFFICIAL_TOLERANCE), and it grows with the output's magnitude
+    # (~3.5): 1.01e-5 (1K) on an AVX-512 CPU, up to 4.69e-5 (4K) with other
+    # kernels (oneDNN off, ATEN_CPU_CAPABILITY=default); a wrong RoPE row is
+    # off by O(1).
+    bound = OFFICIAL_TOLERANCE * max(1.0, out.abs().max().item())
     assert (out_perm[:, 9:] - out[:, 9:][:, perm]).abs().max() <= bound
     assert (out_perm[:, :9] - out[:, :9]).abs().max() <= bound
 

@@ -1,15 +1,15 @@
-"""Parity with the official Sapiens2 code on the tiny18 vectors (max abs <= 1e-5)."""
+"""Parity with the official Sapiens2 code on the tiny18 vectors (max abs
+<= 1e-5 on the CPU that made them, conftest.OFFICIAL_TOLERANCE on any)."""
 import pytest
 import torch
 from mmengine.config import Config
 from safetensors.torch import load_file
 
 from sapiens2_mm.registry import MODELS
+from tests.conftest import OFFICIAL_TOLERANCE, max_diff_to_official
 
 # the thread count the official vectors reproduce at (conftest)
 pytestmark = pytest.mark.usefixtures('official_vector_threads')
-
-TOLERANCE = 1e-5
 
 
 @pytest.mark.parametrize('name', ['1k', '4k'])
@@ -26,9 +26,8 @@ def test_tiny18_matches_official(name, parity_file, repo_path):
     with torch.no_grad():
         out = model(io['input'])
     assert len(out) == 1
-    assert out[0].shape == io['output'].shape
-    diff = (out[0] - io['output']).abs().max().item()
-    assert diff <= TOLERANCE, f'max abs diff {diff:.3g} > {TOLERANCE}'
+    diff = max_diff_to_official(out[0], name)
+    assert diff <= OFFICIAL_TOLERANCE, f'max abs diff {diff:.3g}'
 
 
 def test_strict_load_of_official_key_set(parity_file, repo_path):
@@ -46,7 +45,8 @@ def test_strict_load_of_official_key_set(parity_file, repo_path):
 
 
 def test_fp32_rope_changes_output(parity_file, repo_path):
-    """The bf16 rounding matters: an fp32 RoPE must miss the 1e-5 bar."""
+    """The bf16 rounding matters: an fp32 RoPE misses the bar, the cross-CPU
+    margin included (1.1e-4 measured)."""
     cfg = Config.fromfile(
         repo_path('tests', 'configs', 'parity', 'tiny18_backbone_1k.py'))
     cfg.model.pos_embed_rope_dtype = 'fp32'
@@ -57,4 +57,4 @@ def test_fp32_rope_changes_output(parity_file, repo_path):
     io = load_file(parity_file('tiny18_1k_io.safetensors'))
     with torch.no_grad():
         out = model(io['input'])[0]
-    assert (out - io['output']).abs().max().item() > TOLERANCE
+    assert max_diff_to_official(out, '1k') > OFFICIAL_TOLERANCE

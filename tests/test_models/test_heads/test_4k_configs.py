@@ -14,6 +14,7 @@ from mmengine.config import Config
 
 from sapiens2_mm.registry import MODELS
 from tests.conftest import REPO_DIR
+from tests.tiny_variants import DENSE_TASKS
 
 FOUR_K = sorted(glob.glob(osp.join(REPO_DIR, 'configs', '*',
                                    'sapiens2-1b-4k_*.py')))
@@ -143,7 +144,7 @@ def _types(pipeline):
     return [step['type'] for step in pipeline]
 
 
-@pytest.mark.parametrize('task', ['normal', 'pointmap', 'albedo'])
+@pytest.mark.parametrize('task', DENSE_TASKS)
 def test_dense_pipelines_letterbox_evenly_and_target_the_2k_output(task):
     cfg = Config.fromfile(TASKS[task])
     train = cfg.train_dataloader.dataset.pipeline

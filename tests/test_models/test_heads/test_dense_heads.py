@@ -13,17 +13,23 @@ from sapiens2_mm.utils import (
     official_to_package,
     read_checkpoint,
 )
-from tests.conftest import max_diff_to_official, official_output_sets
+from tests.conftest import (
+    OFFICIAL_TOLERANCE,
+    max_diff_to_official,
+    official_output_sets,
+)
 
-TASKS = ('normal', 'pointmap', 'albedo')
-# A flat 1e-5, as backbone, pose and seg. With the official memory layouts
-# (the backbone's permuted featmap view, RMSNorm2d's contiguous copies) the
-# CPU runs the official float32 kernels and the heads equal the official
-# outputs of the official run on the same CPU exactly (max |diff| 0.0 on
-# each of the two CPUs measured, conftest.official_output_sets); with a
-# .contiguous() featmap they were 1.0-2.1e-5 off. Layout or numerics errors give >= 1e-3
-# (see the reset-weight case below).
-TOLERANCE = 1e-5
+# the dense tasks this package registers (each has official tiny18 vectors)
+from tests.tiny_variants import DENSE_TASKS as TASKS
+
+# As backbone, pose and seg: the 1e-5 bar plus the cross-CPU margin
+# (conftest.OFFICIAL_TOLERANCE). With the official memory layouts (the
+# backbone's permuted featmap view, RMSNorm2d's contiguous copies) the CPU
+# runs the official float32 kernels and the heads equal the official run of
+# the same CPU exactly (max |diff| 0.0 on each of the two CPUs measured,
+# conftest.official_output_sets); with a .contiguous() featmap they were
+# 1.0-2.1e-5 off. Layout or numerics errors give >= 1e-3 (see the
+# reset-weight case below).
 
 
 def _parity_model(repo_path, task):
@@ -54,7 +60,7 @@ def test_tiny18_matches_official(task, parity_file, repo_path):
     io = load_file(parity_file(f'tiny18_{task}_io.safetensors'))
     assert tuple(io['input'].shape) == tuple(cfg.input_shape)
     diff = _max_diff(model, parity_file, task)
-    assert diff <= TOLERANCE, f'{task}: max abs diff {diff:.3g} > 1e-5'
+    assert diff <= OFFICIAL_TOLERANCE, f'{task}: max abs diff {diff:.3g}'
     if task == 'pointmap':  # (pointmap, scale), in that order
         out = model(io['input'], None, mode='tensor')
         assert out[0].shape == (1, 3, 256, 192) and out[1].shape == (1, 1)
@@ -74,7 +80,7 @@ def test_parity_detects_a_wrong_norm_weight(parity_file, repo_path):
     _load_official(model, parity_file, 'albedo')
     with torch.no_grad():
         model.decode_head.conv_layers[4].norm.weight.fill_(1.0)
-    assert _max_diff(model, parity_file, 'albedo') > 100 * TOLERANCE
+    assert _max_diff(model, parity_file, 'albedo') > 100 * OFFICIAL_TOLERANCE
 
 
 @pytest.mark.parametrize('task', TASKS)
@@ -271,8 +277,8 @@ def test_bad_padding_is_reported():
 
 @pytest.mark.parametrize('task', TASKS)
 def test_full_size_heads_reach_1024x768(task):
-    kind = {'normal': 'NormalHead', 'pointmap': 'PointmapHead',
-            'albedo': 'AlbedoHead'}[task]
+    from sapiens2_mm.apis.tasks import get_task
+    kind = get_task(task).head_types[0]
     with torch.device('meta'):
         head = MODELS.build(dict(type=kind, in_channels=1536))
         out = head(torch.empty(2, 1536, 64, 48))  # 1b feature of 1024x768

@@ -1,7 +1,6 @@
 """2-process gloo Sinkhorn-Knopp / centering equal one process on the full batch."""
 import os
 
-import pytest
 import torch
 import torch.distributed as torch_dist
 import torch.multiprocessing as mp
@@ -44,7 +43,6 @@ def _worker(rank, world, init_file, out_dir):
         torch_dist.destroy_process_group()
 
 
-@pytest.mark.slow
 def test_two_process_gloo_equals_single_process(tmp_path):
     # Forked, not spawned: a forked child leaves through os._exit, so it never
     # runs interpreter finalization, in which a spawned child once aborted

@@ -77,6 +77,32 @@ def test_default_losses_are_the_official_1b_configuration():
                 assert mine['scale_factor'] == theirs['scale_factor']
 
 
+def _collinear_gt_steps_are_rounding_noise(tensors) -> bool:
+    """Whether this CPU's float32 cross product gives the official run's
+    rounding noise (not 0) for GT pixels whose neighbour steps are exactly
+    collinear.
+
+    Of the pointmap GT's valid pixels, 48 have exactly collinear steps
+    (their cross product is 0 in exact arithmetic). A kernel with fused
+    multiply-add, as the official run's and torch's AVX2 and AVX-512 CPU
+    kernels (measured), leaves a rounding residue there (~1e-5, above the
+    1e-6 validity threshold), so those pixels count, with noise normals, in
+    ``loss_normal``; torch's kernel without (x86 at
+    ``ATEN_CPU_CAPABILITY=default``) gives exactly 0, drops them, and
+    ``loss_normal`` is 7e-4 (relative) lower. The official value is then not
+    reproducible on this CPU.
+    """
+    gt = tensors['gt_pointmap'] / tensors['scale'].reshape(-1, 1, 1, 1)
+    padded = torch.nn.functional.pad(gt, (1, 1, 1, 1), mode='reflect')
+    centre = padded[:, :, 1:-1, 1:-1]
+    dx = (padded[:, :, 1:-1, 2:] - centre) * 100
+    dy = (padded[:, :, 2:, 1:-1] - centre) * 100
+    # float32 products are exact in float64: exactly collinear steps
+    collinear = (torch.cross(dx.double(), dy.double(), dim=1) == 0).all(1)
+    _, valid = pointmap_normals(gt, tensors['mask'])
+    return bool((valid[:, 0] & collinear).any())
+
+
 @pytest.mark.parametrize('task', sorted(HEADS))
 def test_head_loss_reproduces_official_values(task):
     with open(osp.join(LOSS_DIR, 'loss_manifest.json')) as f:
@@ -85,8 +111,17 @@ def test_head_loss_reproduces_official_values(task):
     losses = _small_head(task).loss_by_feat(_outputs(task, tensors),
                                             _samples(task, tensors))
     assert list(losses) == list(expected)
+    unreproducible = task == 'pointmap' and \
+        not _collinear_gt_steps_are_rounding_noise(tensors)
     for name, value in expected.items():
+        if unreproducible and name == 'loss_normal':
+            continue
         assert losses[name].item() == pytest.approx(value, rel=1e-5), name
+    if unreproducible:
+        pytest.skip('loss_normal: this CPU rounds collinear GT steps to 0 '
+                    'where the official run left noise normals (see '
+                    '_collinear_gt_steps_are_rounding_noise); the other '
+                    'terms match')
 
 
 @pytest.mark.parametrize('task', sorted(HEADS))

@@ -5,22 +5,21 @@ import os.path as osp
 
 import cv2
 import numpy as np
-import pytest
 import torch
 
 from sapiens2_mm.registry import MODELS
+from tests.conftest import COCO_DIR
 from tests.test_models.test_selfsup.test_sapiens2_pretrainer import (
     tiny_pretrainer_cfg,
 )
 
-DATA = osp.join(osp.dirname(__file__), '..', '..', 'data', 'coco_sample')
 MEAN = torch.tensor([123.675, 116.28, 103.53])[:, None, None]
 STD = torch.tensor([58.395, 57.12, 57.375])[:, None, None]
 
 
 def _photo_views():
     crops = []
-    for path in sorted(glob.glob(osp.join(DATA, '*.jpg'))):
+    for path in sorted(glob.glob(osp.join(COCO_DIR, '*.jpg'))):
         img = cv2.imread(path)[..., ::-1].astype(np.float32)
         width = img.shape[1]
         for part in (img, img[:, :width // 2], img[:, width // 2:]):
@@ -30,7 +29,6 @@ def _photo_views():
     return [x, x.flip(-1)]
 
 
-@pytest.mark.slow
 def test_reconstruction_falls_and_teacher_does_not_collapse():
     torch.manual_seed(0)
     model = MODELS.build(tiny_pretrainer_cfg())

@@ -6,6 +6,8 @@ counted). Invalid pixels are not errors: they leave the mask and are
 counted in ``results['num_invalid_pixels']``.
 """
 import logging
+import os
+import os.path as osp
 from collections import Counter
 from typing import Optional, Tuple
 
@@ -44,7 +46,103 @@ def read_mask(path: str) -> np.ndarray:
     return mask > 0
 
 
-def read_normal(path: str) -> np.ndarray:
+#: Normal conventions a file may use -> the (x, y, z) signs that take it to
+#: the one of the targets: OpenCV camera frame (x right, y down, z
+#: forward), pointing toward the camera (docs/dense_data.md).
+NORMAL_CONVENTIONS = {
+    'opencv': (1, 1, 1),
+    'opencv_away': (-1, -1, -1),  # the same axes, pointing away
+    'opengl': (1, -1, -1),  # x right, y up, z toward the viewer
+}
+IMAGE_SUFFIXES = ('.png', '.tif', '.tiff', '.jpg', '.jpeg')
+#: A decoded normal-map pixel is a normal when its length is 1 within this
+#: (8-bit quantization moves it by at most 0.007).
+ENCODED_NORMAL_TOLERANCE = 0.1
+
+
+def read_image_file(path: str, what: str) -> np.ndarray:
+    """An image file as stored (8/16-bit integers, EXR float), channels in
+    RGB order, alpha dropped.
+
+    OpenCV disables its OpenEXR decoder unless ``OPENCV_IO_ENABLE_OPENEXR``
+    is set (the decoder had vulnerabilities): an ``.exr`` is read only then,
+    never by switching it on here.
+    """
+    if path.lower().endswith('.exr') and \
+            os.environ.get('OPENCV_IO_ENABLE_OPENEXR', '').lower() not in (
+                '1', 'true', 'on', 'yes'):
+        raise DenseFileError(
+            f'{what} {path} is an EXR file; OpenCV reads EXR only with '
+            'OPENCV_IO_ENABLE_OPENEXR=1 in the environment (off by default '
+            'because of past vulnerabilities in its decoder: set it for data '
+            'you trust), or convert the file to .npy.')
+    data = cv2.imread(path, cv2.IMREAD_UNCHANGED)
+    if data is None:
+        raise DenseFileError(f'Cannot read {what} {path}: missing or not an '
+                             'image.')
+    if data.ndim == 3 and data.shape[2] == 4:
+        data = data[..., :3]
+    if data.ndim == 3:
+        data = data[..., ::-1]
+    return np.ascontiguousarray(data)
+
+
+def _unit_range(data: np.ndarray, path: str, what: str) -> np.ndarray:
+    """8/16-bit integers -> [0, 1] floats; float files pass unchanged."""
+    if data.dtype == np.uint8:
+        return data.astype(np.float32) / 255.0
+    if data.dtype == np.uint16:
+        return data.astype(np.float32) / 65535.0
+    if data.dtype.kind == 'f':
+        return data.astype(np.float32)
+    raise DenseFileError(f'{what} {path} holds {data.dtype} values; expected '
+                         '8- or 16-bit integers or floats.')
+
+
+def read_normal(path: str, convention: str = 'opencv') -> np.ndarray:
+    """(H, W, 3) float32 camera-frame normals of the targets' convention.
+
+    * ``.npy`` / ``.npz['normal']``: the vectors as stored;
+    * ``.png`` / ``.tif`` (8- or 16-bit RGB normal map): ``n = 2 c - 1``
+      with ``c`` the colour in [0, 1], R, G, B holding x, y, z (the usual
+      normal-map encoding); a pixel whose vector is not of unit length
+      (+-:data:`ENCODED_NORMAL_TOLERANCE`: a black or grey background)
+      becomes the zero vector, i.e. invalid; lossy ``.jpg`` is refused;
+    * ``.exr`` (float RGB): the vectors as stored.
+
+    ``convention`` names the frame of the file (:data:`NORMAL_CONVENTIONS`);
+    the vectors are converted to OpenCV pointing toward the camera.
+    """
+    if convention not in NORMAL_CONVENTIONS:
+        raise ValueError(f'normal_convention must be one of '
+                         f'{sorted(NORMAL_CONVENTIONS)}, got {convention!r}.')
+    suffix = osp.splitext(path)[1].lower()
+    if suffix in ('.jpg', '.jpeg'):
+        raise DenseFileError(
+            f'Normals {path}: JPEG compression shifts the encoded vectors; '
+            'store normal maps as 8/16-bit PNG, EXR or .npy.')
+    if suffix in IMAGE_SUFFIXES + ('.exr', ):
+        data = read_image_file(path, 'Normals')
+        if data.ndim != 3 or data.shape[2] != 3:
+            raise DenseFileError(f'Normals {path} have shape {data.shape}, '
+                                 'expected an RGB normal map.')
+        floats = _unit_range(data, path, 'Normals')
+        if data.dtype.kind != 'f':
+            data = 2.0 * floats - 1.0
+            # an encoded map holds no zero vector: its background (black,
+            # mid-grey) decodes to lengths far from 1, and becomes invalid
+            length = np.linalg.norm(data, axis=2, keepdims=True)
+            data = np.where(np.abs(length - 1) <= ENCODED_NORMAL_TOLERANCE,
+                            data, 0.0)
+        else:
+            data = floats
+    else:
+        data = _read_normal_array(path)
+    signs = np.asarray(NORMAL_CONVENTIONS[convention], np.float32)
+    return (data.astype(np.float32) * signs).astype(np.float32)
+
+
+def _read_normal_array(path: str) -> np.ndarray:
     """(H, W, 3) float32 from ``.npy`` or ``.npz['normal']``."""
     try:
         data = np.load(path)
@@ -63,12 +161,38 @@ def read_normal(path: str) -> np.ndarray:
     return data.astype(np.float32)
 
 
-def read_depth(path: str) -> np.ndarray:
-    """(H, W) float32 metric depth from ``.npy``."""
-    try:
-        depth = np.load(path)
-    except Exception as err:  # noqa: BLE001 - re-raised with the path
-        raise DenseFileError(f'Cannot read depth {path}: {err}.') from err
+def read_depth(path: str, depth_scale: Optional[float] = None) -> np.ndarray:
+    """(H, W) float32 metric depth (camera Z).
+
+    * ``.npy``: metres as stored;
+    * ``.png`` / ``.tif`` (16-bit, one channel): ``value / depth_scale``
+      (``depth_scale`` = stored units per metre, e.g. 1000 for millimetres;
+      0 stays 0, an invalid pixel); 8-bit files are refused (256 levels
+      cannot hold metric depth);
+    * ``.exr`` (float, one channel or three equal ones): metres as stored.
+    """
+    suffix = osp.splitext(path)[1].lower()
+    if suffix in IMAGE_SUFFIXES + ('.exr', ):
+        depth = read_image_file(path, 'Depth')
+        if depth.ndim == 3 and np.array_equal(depth[..., 0], depth[..., 1]) \
+                and np.array_equal(depth[..., 0], depth[..., 2]):
+            depth = depth[..., 0]
+        if depth.dtype == np.uint8:
+            raise DenseFileError(
+                f'Depth {path} is an 8-bit image: 256 levels cannot hold '
+                'metric depth. Store 16-bit PNG with depth_scale, EXR or .npy.')
+        if depth.dtype.kind in 'ui':
+            if not depth_scale:
+                raise DenseFileError(
+                    f'Depth {path} holds {depth.dtype} integers: set '
+                    'depth_scale of LoadDenseAnnotations to the stored units '
+                    'per metre (1000 for millimetres).')
+            depth = depth.astype(np.float32) / float(depth_scale)
+    else:
+        try:
+            depth = np.load(path)
+        except Exception as err:  # noqa: BLE001 - re-raised with the path
+            raise DenseFileError(f'Cannot read depth {path}: {err}.') from err
     if depth.ndim == 3 and depth.shape[2] == 1:
         depth = depth[..., 0]
     if depth.ndim != 2:
@@ -105,12 +229,15 @@ def read_matrix(path: str, what: str) -> np.ndarray:
 
 
 def read_albedo(path: str) -> np.ndarray:
-    """(H, W, 3) float32 RGB in [0, 1] (the PNG's sRGB values / 255)."""
-    img = cv2.imread(path, cv2.IMREAD_COLOR)
-    if img is None:
-        raise DenseFileError(f'Cannot read albedo {path}: missing or not an '
-                             'image.')
-    return img[..., ::-1].astype(np.float32) / 255.0
+    """(H, W, 3) float32 RGB in [0, 1]: the 8-bit (/ 255) or 16-bit
+    (/ 65535) sRGB values of a PNG / JPEG / TIFF file."""
+    img = read_image_file(path, 'Albedo')
+    if img.ndim == 2:
+        img = np.repeat(img[..., None], 3, axis=2)
+    if img.dtype.kind == 'f':
+        raise DenseFileError(f'Albedo {path} holds floats; expected 8- or '
+                             '16-bit sRGB values.')
+    return _unit_range(img, path, 'Albedo')
 
 
 def read_map(path: str, channels: int) -> np.ndarray:
@@ -171,6 +298,13 @@ class LoadDenseAnnotations(BaseTransform):
     Args:
         depth_invalid: ``'nonpositive'`` or ``'nan'`` (official).
         normal_norm_tolerance: see above; None re-normalizes anything.
+        normal_convention: the frame of the normal files: ``'opencv'``
+            (x right, y down, z forward, pointing toward the camera: the
+            targets' convention), ``'opencv_away'`` (pointing away) or
+            ``'opengl'`` (x right, y up, z toward the viewer); see
+            :func:`read_normal` for the file formats.
+        depth_scale: stored units per metre of integer depth images (16-bit
+            PNG: 1000 for millimetres); see :func:`read_depth`.
         skip_bad: return None (skip the sample, count it in
             :attr:`skipped` and log it: the first ten, then the 100th,
             1000th, ...) instead of raising on a bad file.
@@ -181,10 +315,19 @@ class LoadDenseAnnotations(BaseTransform):
 
     def __init__(self, depth_invalid: str = 'nonpositive',
                  normal_norm_tolerance: Optional[float] = 0.25,
-                 skip_bad: bool = False) -> None:
+                 skip_bad: bool = False, normal_convention: str = 'opencv',
+                 depth_scale: Optional[float] = None) -> None:
         if depth_invalid not in ('nonpositive', 'nan'):
             raise ValueError("depth_invalid must be 'nonpositive' or 'nan', "
                              f'got {depth_invalid!r}.')
+        if normal_convention not in NORMAL_CONVENTIONS:
+            raise ValueError(
+                f'normal_convention must be one of '
+                f'{sorted(NORMAL_CONVENTIONS)}, got {normal_convention!r}.')
+        if depth_scale is not None and not depth_scale > 0:
+            raise ValueError(f'depth_scale must be > 0, got {depth_scale!r}.')
+        self.normal_convention = normal_convention
+        self.depth_scale = depth_scale
         self.depth_invalid = depth_invalid
         self.normal_norm_tolerance = normal_norm_tolerance
         self.skip_bad = skip_bad
@@ -224,13 +367,13 @@ class LoadDenseAnnotations(BaseTransform):
             _check_size(results['mask_path'], mask, shape, img_path)
         if results.get('normal_path'):
             path = results['normal_path']
-            normal = read_normal(path)
+            normal = read_normal(path, self.normal_convention)
             _check_size(path, normal, shape, img_path)
             results['gt_normal'], ok = self._normals(
                 path, normal, mask if mask is not None else valid)
             valid &= ok
         if results.get('depth_path'):
-            depth = read_depth(results['depth_path'])
+            depth = read_depth(results['depth_path'], self.depth_scale)
             _check_size(results['depth_path'], depth, shape, img_path)
             results['gt_depth'], ok = self._depth(depth)
             valid &= ok

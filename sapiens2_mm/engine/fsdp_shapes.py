@@ -12,7 +12,7 @@ from typing import Tuple
 
 from torch import nn
 
-from ...models.selfsup.teacher_ema import WRAPPER_NAMES
+from ..models.selfsup.teacher_ema import WRAPPER_NAMES
 
 FULL_SHAPE_ATTR = '_sapiens2_full_shape'
 

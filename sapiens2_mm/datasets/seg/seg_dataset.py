@@ -1,4 +1,5 @@
-"""Image + label-map dataset for the 29 Sapiens2 body-part classes."""
+"""Image + label-map datasets: any class set (:class:`SegDataset`) and the
+29 Sapiens2 body-part classes (:class:`Seg29Dataset`)."""
 import logging
 import os.path as osp
 from collections import Counter
@@ -12,12 +13,14 @@ from sapiens2_mm.registry import DATASETS
 
 
 @DATASETS.register_module()
-class Seg29Dataset(BaseSegDataset):
+class SegDataset(BaseSegDataset):
     """Pairs ``<img_path>/<name><img_suffix>`` with
     ``<seg_map_path>/<name>.png`` (single-channel class indices, 255 =
-    ignore), as mmseg's :class:`BaseSegDataset`, with the seg29 metainfo
-    (classes, palette, class weights, flip swap pairs) and a check that every
-    listed file exists (the error names the missing file).
+    ignore), as mmseg's :class:`BaseSegDataset`, for the classes of
+    ``metainfo`` (``classes``, ``palette`` and, read by the config check of
+    the tools, ``class_weight`` and ``flip_swap_pairs``: docs/custom_data.md),
+    with a check that every listed file exists (the error names the missing
+    file).
 
     A sample whose label map is entirely ``ignore_index`` after the pipeline
     (an unlabelled image, or one whose labelled part was cropped away) would
@@ -33,14 +36,18 @@ class Seg29Dataset(BaseSegDataset):
             ``data_prefix``, ``ann_file``, ``pipeline``, ``img_suffix`` ...).
     """
 
-    METAINFO = seg29_metainfo()
-
     def __init__(self, check_files: bool = True, img_suffix: str = '.jpg',
                  seg_map_suffix: str = '.png', skip_all_ignored: bool = True,
                  **kwargs) -> None:
         self.check_files = check_files
         self.skip_all_ignored = skip_all_ignored
         self.skipped = Counter()
+        if not (self.METAINFO or (kwargs.get('metainfo') or {}).get(
+                'classes')):
+            raise ValueError(
+                f'{type(self).__name__} needs metainfo=dict(classes=..., '
+                'palette=...) naming the classes of the label maps (docs/'
+                'custom_data.md).')
         super().__init__(img_suffix=img_suffix, seg_map_suffix=seg_map_suffix,
                          reduce_zero_label=False, **kwargs)
 
@@ -99,3 +106,29 @@ class Seg29Dataset(BaseSegDataset):
                 f'give loss 0 and accuracy 100: {action} ({count} so far in '
                 'this process).', logger='current', level=logging.WARNING)
         return results if self.test_mode else None
+
+
+@DATASETS.register_module()
+class Seg29Dataset(SegDataset):
+    """:class:`SegDataset` of the 29 Sapiens2 body-part classes (metainfo
+    from seg29.json: classes, palette, class weights, flip swap pairs).
+
+    A ``metainfo`` naming other classes is refused, pointing to
+    :class:`SegDataset`: mmseg would otherwise remap a subset of the 29
+    names silently and fail on others with "not a subset".
+    """
+
+    METAINFO = seg29_metainfo()
+
+    def __init__(self, **kwargs) -> None:
+        classes = (kwargs.get('metainfo') or {}).get('classes')
+        if classes is not None and tuple(classes) != tuple(
+                self.METAINFO['classes']):
+            raise ValueError(
+                f'Seg29Dataset holds the 29 Sapiens2 body-part classes; '
+                f'metainfo names {len(classes)} other classes '
+                f'({", ".join(map(str, list(classes)[:4]))}, ...). For your '
+                "own classes use type='SegDataset' (this package, the same "
+                "file checks) or 'mmseg.BaseSegDataset' with metainfo="
+                'dict(classes=..., palette=...) (docs/custom_data.md).')
+        super().__init__(**kwargs)
