@@ -123,8 +123,8 @@ def main(argv: Optional[List[str]] = None) -> dict:
         time_models,
     )
     from sapiens2_mm.apis.run_config import RunConfigError
-    from sapiens2_mm.utils.config_file import load_config
     from sapiens2_mm.utils import register_all_modules
+    from sapiens2_mm.utils.config_file import load_config
     from sapiens2_mm.utils.output_paths import (
         OutputPathError,
         check_output_file,
