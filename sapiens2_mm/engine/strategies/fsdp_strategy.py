@@ -50,13 +50,13 @@ from torch.distributed.fsdp.fully_sharded_data_parallel import (
 )
 
 from ...registry import STRATEGIES
+from ..fsdp_shapes import record_full_shapes
 from ..hooks.checked_load_hook import (
     checked_checkpoint_state,
     load_checkpoint_into,
 )
 from ..optimizers.amp_optim_wrapper import use_sapiens2_amp
 from .fsdp_precision import evaluate_in_full_precision
-from ..fsdp_shapes import record_full_shapes
 from .fsdp_twins import twin_wrap_policy
 from .meta_init import (
     UnitInitializer,
