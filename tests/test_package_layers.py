@@ -34,29 +34,12 @@ FLOORS = {
 
 Import = Tuple[str, str]  # (importing module, imported module)
 
-_APIS_TASK_CIRCLE = (
-    'issue 28 item 3: the inferencers work out the task and load models '
-    'through deferred imports of .tasks / .init_model, while the tasks '
-    'import the inferencers')
-#: Circles inside a subpackage that exist today, each closed by the deferred
-#: (in-function) import named by its key. The list may only shrink: a circle
-#: not listed fails ``test_no_circle_between_modules_of_a_subpackage``, and
-#: so does a listed import that no longer closes a circle (delete its entry).
-KNOWN_MODULE_CIRCLES = {
-    ('sapiens2_mm.apis.base_inferencer', 'sapiens2_mm.apis.tasks'):
-        _APIS_TASK_CIRCLE,
-    ('sapiens2_mm.apis.base_inferencer', 'sapiens2_mm.apis.init_model'):
-        _APIS_TASK_CIRCLE,
-    ('sapiens2_mm.apis.dense_inferencer', 'sapiens2_mm.apis.init_model'):
-        _APIS_TASK_CIRCLE,
-    ('sapiens2_mm.apis.dense_inferencer', 'sapiens2_mm.apis.seg_inferencer'):
-        _APIS_TASK_CIRCLE + ' (closed through base_inferencer -> tasks)',
-    ('sapiens2_mm.visualization.dense_drawer',
-     'sapiens2_mm.visualization.legends'):
-        'issue 28 (found by this check): legends draws the normal key with '
-        "dense_drawer's normal_to_bgr / LEGEND_HEIGHT while dense_drawer "
-        'imports normal_key and titled from legends inside functions',
-}
+#: Circles inside a subpackage allowed for now, each closed by the deferred
+#: (in-function) import named by its key, with the reason. Empty since issue
+#: 28 closed the last ones; it may only shrink: a circle not listed fails
+#: ``test_no_circle_between_modules_of_a_subpackage``, and so does a listed
+#: import that no longer closes a circle (delete its entry).
+KNOWN_MODULE_CIRCLES = {}
 
 
 def package_modules(repo: str) -> Dict[str, str]:

@@ -19,12 +19,8 @@ import argparse
 import sys
 
 from sapiens2_mm.apis import get_task, run_inference, task_names
-from sapiens2_mm.utils.cfg_options import (
-    CfgOptionsAction,
-    UnknownConfigKeyError,
-)
+from sapiens2_mm.utils.cfg_options import CfgOptionsAction
 from sapiens2_mm.utils.cli_errors import user_errors_as_exit
-from sapiens2_mm.utils.train_lock import WorkDirLockedError
 
 
 def _add_common_arguments(parser: argparse.ArgumentParser) -> None:
@@ -100,8 +96,9 @@ def cli(argv=None) -> int:
     """:func:`main` with user errors as one ``error:`` line (exit 1): bad
     paths, options or inputs, a refused output folder, a checkpoint that
     does not fit the config (a 4K checkpoint for a 1K config), a config
-    that is not valid Python or names an unknown type."""
-    with user_errors_as_exit((UnknownConfigKeyError, WorkDirLockedError)):
+    that is not valid Python or names an unknown type
+    (:mod:`sapiens2_mm.utils.cli_errors`)."""
+    with user_errors_as_exit():
         return main(argv)
 
 

@@ -14,7 +14,7 @@ printed and written to ``<work dir>/test_metrics.json``; ``--out`` must be a
 new file, and a dump that fails is reported (exit 1) after the metrics are
 written. What this script
 changes in the config is listed in
-:func:`sapiens2_mm.apis.run_config.prepare_test_config`.
+:func:`sapiens2_mm.apis.test_config.prepare_test_config`.
 """
 import argparse
 import json
@@ -22,7 +22,7 @@ import os.path as osp
 import sys
 from typing import List, Optional, Tuple
 
-from sapiens2_mm.apis.run_config import parse_run_args
+from sapiens2_mm.apis.run_args import parse_run_args
 
 METRICS_FILE = 'test_metrics.json'
 INTERRUPTED_EXIT_CODE = 130  # 128 + SIGINT, what shells report for Ctrl-C
@@ -60,7 +60,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
 def build_cfg(args: argparse.Namespace):
     """The test config after every command-line option is applied; the
     drawing folder of ``--show-dir`` is kept as ``args.show_images_dir``."""
-    from sapiens2_mm.apis.run_config import load_config, prepare_test_config
+    from sapiens2_mm.apis.test_config import prepare_test_config
+    from sapiens2_mm.utils.config_file import load_config
     cfg = load_config(args.config, args.cfg_options)
     notes: List[str] = []
     args.show_images_dir = prepare_test_config(
@@ -76,7 +77,6 @@ def main(argv: Optional[List[str]] = None) -> dict:
     args = parse_args(argv)
     from mmengine.dist import is_main_process
 
-    from sapiens2_mm.apis.run_config import RunConfigError
     from sapiens2_mm.engine.runners import (
         build_runner,
         cleanup_distributed,
@@ -84,18 +84,19 @@ def main(argv: Optional[List[str]] = None) -> dict:
         wait_for_all_ranks,
     )
     from sapiens2_mm.utils import register_all_modules
-    from sapiens2_mm.utils.cfg_options import UnknownConfigKeyError
-    from sapiens2_mm.utils.checkpoint import CheckpointMismatchError
-    from sapiens2_mm.utils.cli_errors import unknown_type_message
+    from sapiens2_mm.utils.cli_errors import (
+        unknown_types_as_config_errors,
+        user_errors_as_exit,
+    )
     register_all_modules(init_default_scope=False)
-    try:
+    with user_errors_as_exit():
         cfg = build_cfg(args)
-    except (RunConfigError, UnknownConfigKeyError) as err:
-        sys.exit(f'error: {err}')
     prepare_cpu_distributed(cfg)
     try:
-        runner = build_runner(cfg)
-        metrics = runner.test()
+        with user_errors_as_exit(), \
+                unknown_types_as_config_errors(args.config):
+            runner = build_runner(cfg)
+            metrics = runner.test()
         dump_errors = failed_dumps(runner)
         wait_for_all_ranks()
         main_process = is_main_process()  # before the group is destroyed
@@ -106,13 +107,6 @@ def main(argv: Optional[List[str]] = None) -> dict:
               f'nothing was written to {osp.join(cfg.work_dir, METRICS_FILE)}'
               '. Run the same command again to test.', file=sys.stderr)
         sys.exit(INTERRUPTED_EXIT_CODE)
-    except Exception as err:
-        if isinstance(err, CheckpointMismatchError) or (
-                isinstance(err, ValueError) and args.checkpoint in str(err)):
-            sys.exit(f'error: {err}')
-        if unknown_type_message(err):
-            sys.exit(f'error: {unknown_type_message(err)} ({args.config})')
-        raise
     finally:
         cleanup_distributed()
     if main_process:

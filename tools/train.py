@@ -10,7 +10,7 @@ Distributed: ``tools/dist_train.sh CONFIG GPUS`` (torchrun) or
 ``tools/slurm_train.sh PARTITION JOB CONFIG`` (srun). A config with a
 ``strategy`` (FSDP/DeepSpeed, see configs/_base_/strategies/) runs on
 mmengine's FlexibleRunner. What this script changes in the config is listed
-in :func:`sapiens2_mm.apis.run_config.prepare_train_config`.
+in :func:`sapiens2_mm.apis.train_config.prepare_train_config`.
 """
 import argparse
 import os
@@ -20,7 +20,7 @@ import shlex
 import sys
 from typing import Dict, List, Optional
 
-from sapiens2_mm.apis.run_config import parse_run_args
+from sapiens2_mm.apis.run_args import parse_run_args
 
 INTERRUPTED_EXIT_CODE = 130  # 128 + SIGINT, what shells report for Ctrl-C
 TERMINATED_EXIT_CODE = 143  # 128 + SIGTERM (scancel, time limit, pre-emption)
@@ -57,7 +57,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
 def build_cfg(args: argparse.Namespace, notes: Optional[List[str]] = None):
     """The training config after every command-line option is applied;
     ``notes`` receives what was changed or decided on the way."""
-    from sapiens2_mm.apis.run_config import load_config, prepare_train_config
+    from sapiens2_mm.apis.train_config import prepare_train_config
+    from sapiens2_mm.utils.config_file import load_config
     cfg = load_config(args.config, args.cfg_options, notes)
     return prepare_train_config(
         cfg, work_dir=args.work_dir, launcher=args.launcher,
@@ -150,7 +151,6 @@ def interrupted_message(work_dir: str, argv: List[str], at_iter,
 def main(argv: Optional[List[str]] = None):
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
-    from sapiens2_mm.apis.run_config import RunConfigError
     from sapiens2_mm.engine.runners import (
         InterruptFlag,
         build_runner,
@@ -160,29 +160,27 @@ def main(argv: Optional[List[str]] = None):
         wait_for_all_ranks,
     )
     from sapiens2_mm.utils import register_all_modules
-    from sapiens2_mm.utils.cfg_options import UnknownConfigKeyError
-    from sapiens2_mm.utils.checkpoint import CheckpointMismatchError
-    from sapiens2_mm.utils.cli_errors import unknown_type_message
-    from sapiens2_mm.utils.train_lock import WorkDirLock, WorkDirLockedError
+    from sapiens2_mm.utils.cli_errors import (
+        unknown_types_as_config_errors,
+        user_errors_as_exit,
+    )
+    from sapiens2_mm.utils.train_lock import WorkDirLock
     register_all_modules(init_default_scope=False)
     notes: List[str] = []
-    try:
+    with user_errors_as_exit():
         cfg = build_cfg(args, notes)
-    except (RunConfigError, UnknownConfigKeyError) as err:
-        sys.exit(f'error: {err}')
     lock = WorkDirLock(cfg.work_dir)
     if global_rank() == 0:
-        try:
+        with user_errors_as_exit():
             note = lock.acquire(force=args.ignore_lock)
-        except WorkDirLockedError as err:
-            sys.exit(f'error: {err}')
         if note:
             notes.append(note)
     prepare_cpu_distributed(cfg)
     runner = None
     interrupt = InterruptFlag()
     try:
-        with interrupt:
+        with interrupt, user_errors_as_exit(), \
+                unknown_types_as_config_errors(args.config):
             runner = build_runner(cfg)
             for note in notes:
                 runner.logger.warning(note)
@@ -198,16 +196,6 @@ def main(argv: Optional[List[str]] = None):
                 file=sys.stderr)
         sys.exit(TERMINATED_EXIT_CODE if interrupt.signal == 'SIGTERM'
                  else INTERRUPTED_EXIT_CODE)
-    except (CheckpointMismatchError, RunConfigError) as err:
-        sys.exit(f'error: {err}')
-    except ValueError as err:
-        if 'Could not read checkpoint' in str(err):
-            sys.exit(f'error: {err}')
-        raise
-    except KeyError as err:  # a misspelled type= in the config
-        if unknown_type_message(err):
-            sys.exit(f'error: {unknown_type_message(err)} ({args.config})')
-        raise
     finally:
         lock.release()
         cleanup_distributed()

@@ -4,26 +4,22 @@
 >>> model = init_model('configs/seg/...py', 'sapiens2_1b_seg.safetensors')
 >>> results = build_inferencer(model)(['a.jpg', 'frames/'])
 """
-from .base_inferencer import (
-    BaseInferencer,
-    build_inferencer,
-    inference_pipeline,
-)
+from ..utils.config_file import load_config
+from .base_inferencer import BaseInferencer, inference_pipeline
+from .box_sources import BoxFile, DetectorBoxes, WholeImageBoxes
+from .build_inferencer import build_inferencer
 from .dense_inferencer import DenseInferencer
-from .inference_run import InferenceIndex, RunSummary, run_inference
-from .init_model import init_model, load_config, load_task_checkpoint
+from .frame_pipeline import FramePipeline, render_frames
+from .inference_index import InferenceIndex
+from .inference_run import RunSummary, run_inference
+from .init_model import init_model, load_task_checkpoint
 from .inputs import Frame, FrameReader
+from .mask_sources import SegDirMasks, SegModelMasks
 from .ply import write_ply
-from .pose_inferencer import (
-    BoxFile,
-    DetectorBoxes,
-    PoseInferencer,
-    WholeImageBoxes,
-)
+from .pose_inferencer import PoseInferencer
 from .results import DenseResult, PoseResult, SegResult
-from .runner import Runner, render_frames
 from .seg_inferencer import SegInferencer
-from .tasks import BaseTask, find_task, get_task, task_names
+from .tasks import BaseTask, TaskOptions, find_task, get_task, task_names
 from .writers import FrameSink, OutputLayout, TaskWriter
 
 __all__ = [
@@ -31,8 +27,8 @@ __all__ = [
     'load_task_checkpoint', 'Frame', 'FrameReader', 'BoxFile',
     'DetectorBoxes', 'WholeImageBoxes', 'PoseInferencer', 'PoseResult',
     'SegResult', 'SegInferencer', 'InferenceIndex', 'RunSummary',
-    'run_inference', 'BaseTask', 'find_task', 'get_task',
+    'run_inference', 'BaseTask', 'TaskOptions', 'find_task', 'get_task',
     'task_names', 'FrameSink', 'OutputLayout', 'TaskWriter',
     'build_inferencer', 'DenseInferencer', 'DenseResult', 'write_ply',
-    'Runner', 'render_frames'
+    'FramePipeline', 'render_frames', 'SegDirMasks', 'SegModelMasks'
 ]

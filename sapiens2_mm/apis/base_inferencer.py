@@ -2,14 +2,16 @@
 
 A task inferencer implements ``prepare`` (CPU work before the network),
 ``forward`` (the network on a batch of items) and ``finish`` (CPU work
-after it); :mod:`~sapiens2_mm.apis.runner` composes them, serially for the
-Python API and overlapped for ``tools/infer.py`` (mmengine's and mmpose's
-inferencers split the work the same way).
+after it); the frame pipeline (:mod:`~sapiens2_mm.apis.frame_pipeline`)
+composes them. ``tools/infer.py`` (:func:`~sapiens2_mm.apis.run_inference`)
+builds that pipeline itself; the Python API's ``inferencer(inputs)``,
+:meth:`BaseInferencer.iter_frames` and :meth:`BaseInferencer.predict` are
+shorthands that build one for the call (mmengine's and mmpose's inferencers
+split the work the same way).
 """
 from abc import ABCMeta, abstractmethod
 from typing import (
     Any,
-    Callable,
     Iterable,
     Iterator,
     List,
@@ -24,25 +26,36 @@ from mmengine.dataset import Compose
 from torch import nn
 
 from ..utils import in_config_scope, register_all_modules
+from ..utils.user_errors import ConfigError, OptionError
+from .frame_pipeline import FramePipeline, check_batch_size
 from .inputs import Frame, FrameReader, InputType
-from .runner import Runner
 
 
-def inference_pipeline(cfg: Config, task: Optional[str] = None) -> Compose:
+def config_test_pipeline(cfg: Config) -> Optional[list]:
+    """The config's test steps: ``test_dataloader.dataset.pipeline``, else
+    ``test_pipeline``, else None (a bare model config: :func:`~sapiens2_mm.
+    apis.init_model` gives it the task's default steps)."""
+    dataset = (cfg.get('test_dataloader') or {}).get('dataset') or {}
+    return dataset.get('pipeline') or cfg.get('test_pipeline')
+
+
+def inference_pipeline(cfg: Config, task: str = '') -> Compose:
     """The config's test pipeline without its loading steps.
 
     Frames arrive decoded (arrays, video frames), so the image loader and the
     ground-truth loaders (``Load*`` transforms) of the test pipeline are
     dropped; the remaining resize/crop/pack steps are exactly the test ones.
-    The pipeline is ``test_dataloader.dataset.pipeline``, else
-    ``test_pipeline``, else (bare model configs) the task's default one.
+
+    Raises:
+        ValueError: the config has no test steps (and its task no default
+            ones).
     """
-    dataset = (cfg.get('test_dataloader') or {}).get('dataset') or {}
-    pipeline = dataset.get('pipeline') or cfg.get('test_pipeline')
+    pipeline = config_test_pipeline(cfg)
     if pipeline is None:
-        from .tasks import find_task, get_task
-        spec = get_task(task) if task else find_task(cfg)
-        pipeline = spec.default_inference_pipeline(cfg)
+        raise ConfigError(
+            f'The {task!r} config has no test_dataloader.dataset.pipeline '
+            'or test_pipeline; inference needs it to resize/crop inputs like '
+            'the test set.')
     steps = [t for t in pipeline if 'Load' not in str(t['type'])]
     with in_config_scope(cfg):  # a stock mmpose config's 'TopdownAffine'
         return Compose(steps)
@@ -56,9 +69,8 @@ class BaseInferencer(metaclass=ABCMeta):
     :meth:`predict` runs already decoded frames.
 
     Args:
-        model: a model from :func:`init_model`, or a config path/``Config``.
-        checkpoint: weights, when ``model`` is a config.
-        device: torch device, when ``model`` is a config.
+        model: a model from :func:`~sapiens2_mm.apis.init_model` (a config
+            path: :func:`~sapiens2_mm.apis.build_inferencer`).
         batch_size: model items per forward (a frame each; seg with
             ``flip_test``: two; pose: person crops), across frames.
         flip_test: average with the horizontally flipped input; ``None`` keeps
@@ -66,32 +78,34 @@ class BaseInferencer(metaclass=ABCMeta):
         compile: ``torch.compile`` the network (see
             :func:`~sapiens2_mm.runtime.compilation.compile_model`).
         dtype: ``'fp32'`` or ``'bf16'`` (autocast).
+
+    Attributes:
+        failed: ``(frame name, reason)`` of the frames the last
+            :meth:`iter_frames` (or call) left out.
+        reader: the :class:`~sapiens2_mm.apis.FrameReader` of the last call.
     """
     task: str = ''
 
-    def __init__(self, model: Union[nn.Module, str, Config],
-                 checkpoint: Optional[str] = None, device: str = 'cpu',
-                 batch_size: int = 4,
+    def __init__(self, model: nn.Module, batch_size: int = 4,
                  flip_test: Optional[bool] = None, compile: bool = False,
                  dtype: str = 'fp32') -> None:
         register_all_modules()
         if not isinstance(model, nn.Module):
-            from .init_model import init_model
-            model = init_model(model, checkpoint, device, compile=compile,
-                               dtype=dtype)
-        elif compile or dtype != 'fp32':
+            raise TypeError(
+                f'{type(self).__name__} takes a model from init_model, got '
+                f'{type(model).__name__}; build_inferencer(config, '
+                'checkpoint=...) builds one from a config.')
+        if compile or dtype != 'fp32':
             from ..runtime.speedups import apply_speedups
             apply_speedups(model, compile=compile, dtype=dtype)
         if getattr(model, 'task', self.task) != self.task:
-            raise ValueError(
+            raise OptionError(
                 f'{type(self).__name__} runs {self.task!r} models, got a '
                 f'{model.task!r} model; use build_inferencer(model).')
-        if batch_size < 1:
-            raise ValueError(f'batch_size must be >= 1, got {batch_size}.')
         self.model = model
-        self.batch_size = batch_size
+        self.batch_size = check_batch_size(batch_size)
         self.flip_test = flip_test
-        self.pipeline = inference_pipeline(model.cfg, self.task or None)
+        self.pipeline = inference_pipeline(model.cfg, self.task)
         self.reader: Optional[FrameReader] = None
         self.failed: List[Tuple[str, str]] = []
 
@@ -100,7 +114,7 @@ class BaseInferencer(metaclass=ABCMeta):
         """(path, reason) of every input the last run could not read."""
         return self.reader.skipped if self.reader is not None else []
 
-    # -- the three steps (sapiens2_mm.apis.runner composes them) -------------
+    # -- the three steps (sapiens2_mm.apis.frame_pipeline composes them) -----
     @abstractmethod
     def prepare(self, frame: Frame) -> Tuple[Any, list]:
         """CPU work before the network (boxes, crops, resizing, packing).
@@ -127,32 +141,29 @@ class BaseInferencer(metaclass=ABCMeta):
             img=frame.image if image is None else image, img_path=frame.name,
             img_shape=(h, w), ori_shape=(h, w), **info))
 
-    # -- their composition ---------------------------------------------------
+    # -- the Python API: a frame pipeline for the call -----------------------
     def iter_frames(self, inputs: Union[InputType, Sequence[InputType]] = None,
-                    reader: Optional[Iterable] = None,
-                    on_failure: Optional[Callable[[Frame, str], None]] = None,
-                    workers: int = 1, overlap: Optional[bool] = None
-                    ) -> Iterator:
+                    reader: Optional[Iterable] = None, workers: int = 1,
+                    overlap: Optional[bool] = None) -> Iterator:
         """Yield ``(frame, result)`` pairs in input order (the frame holds
         the image).
 
-        A frame that fails is left out, recorded in :attr:`failed` as
-        ``(name, reason)`` and passed to ``on_failure``; the others go on
-        (:mod:`~sapiens2_mm.apis.runner`).
+        A frame that fails is left out and listed in :attr:`failed` as
+        ``(name, reason)``; the others go on
+        (:mod:`~sapiens2_mm.apis.frame_pipeline`).
 
         Args:
             inputs: paths, folders, videos or arrays (see
                 :class:`~sapiens2_mm.apis.FrameReader`).
             reader: a ``FrameReader`` (or any iterable of frames) instead.
-            on_failure: called with ``(frame, "Type: message")``.
             workers: threads per CPU stage (1: everything on this thread).
             overlap: stages on threads of their own, the network never
                 waiting for decoding (default: when ``workers > 1``).
         """
         self.reader = reader if reader is not None else FrameReader(inputs)
-        runner = Runner(self, workers, overlap, on_failure=on_failure)
-        self.failed = runner.failed = []
-        return runner.iter_frames(self.reader)
+        self.failed = []
+        pipeline = FramePipeline(self, workers, overlap, failures=self.failed)
+        return pipeline.iter_frames(self.reader)
 
     def iter_results(self, inputs: Union[InputType, Sequence[InputType]],
                      **kwargs) -> Iterator:
@@ -168,25 +179,5 @@ class BaseInferencer(metaclass=ABCMeta):
 
     def predict(self, frames: Sequence[Frame]) -> List:
         """Results of decoded frames, serially; a failure is raised."""
-        return [r for _, r in Runner(self, strict=True).iter_frames(frames)]
-
-
-def build_inferencer(model, task=None, **kwargs) -> BaseInferencer:
-    """The inferencer of ``model``'s task (its registered description).
-
-    Args:
-        model: a model from :func:`init_model` (its ``task`` is used) or a
-            config path, in which case ``checkpoint=`` / ``device=`` may be
-            given in ``kwargs``.
-        task: force a task name.
-        **kwargs: inferencer arguments (batch_size, flip_test, boxes, ...).
-
-    Raises:
-        ValueError: the task is not registered (registered names listed).
-    """
-    from .init_model import load_config
-    from .tasks import find_task, get_task
-    if task is None:
-        task = getattr(model, 'task', None)
-    spec = find_task(load_config(model)) if task is None else get_task(task)
-    return spec.build_inferencer(model, **kwargs)
+        pipeline = FramePipeline(self, strict=True)
+        return [r for _, r in pipeline.iter_frames(frames)]

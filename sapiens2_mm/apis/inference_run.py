@@ -1,8 +1,14 @@
 """One ``tools/infer.py`` run: inputs -> task inferencer -> files, resumable.
 
 Generic over tasks: everything task-specific comes from the task's registered
-description (:class:`~sapiens2_mm.apis.tasks.BaseTask`): its inferencer
-arguments, its writer, its visualizer and its end-of-run report.
+description (:class:`~sapiens2_mm.apis.tasks.BaseTask`): its options, its
+inferencer arguments, its writer, its visualizer and its end-of-run report.
+
+:func:`run_inference` checks the options, opens the output folder (its lock
+and run index, :mod:`~sapiens2_mm.apis.inference_index`), loads the model,
+then drives the task inferencer with a frame pipeline of its own
+(:class:`~sapiens2_mm.apis.frame_pipeline.FramePipeline`, drawings rendered
+on its workers) and writes each finished frame (:class:`FrameLoop`).
 
 What is guaranteed (docs/inference.md, "What is guaranteed"):
 
@@ -13,270 +19,42 @@ What is guaranteed (docs/inference.md, "What is guaranteed"):
   (Ctrl-C, a crash, a full disk) keeps them and the same command run again
   skips them;
 * a frame that fails (in the model, the writer or the drawing) is skipped,
-  counted and listed, and the run goes on; a full disk stops the run
-  (:attr:`RunSummary.stopped`), since every later frame would fail too;
+  counted and listed in the one failure list (:attr:`RunSummary.failed`),
+  and the run goes on; a full disk stops the run (:attr:`RunSummary.
+  stopped`), since every later frame would fail too;
 * unreadable inputs are skipped and listed; damaged ones (truncated JPEG)
   are processed, counted and listed as warnings.
 
 Task summary files (the pose predictions JSON) are rebuilt from the index when
-a run ends, however it ends. Index line 1 is the header (task, config,
-checkpoint, options); a re-run with other settings is refused, so one folder
-never mixes two models' outputs. Then one line per finished frame (``{"name":
-..., "source": ..., "source_file": [size, mtime_ns], "outputs": [...], ...task
-fields}``) and one ``{"video_done": name, "source": ..., "source_file": ...}``
-per completed video. A frame run again (a video interrupted half-way)
-supersedes its earlier line.
-
-A finished input is skipped only when it is the same file: a re-run whose
-input of that name is another file (``--input B/`` after ``--input A/``) or
-the same file changed since is refused (:meth:`InferenceIndex.
-check_sources`), never given the earlier results.
+a run ends, however it ends.
 """
 import json
-import os
 import os.path as osp
-import re
 from contextlib import closing
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Iterable, List, Optional, Tuple
 
 from ..runtime.devices import check_device
 from ..utils.output_paths import is_disk_full
-from ..utils.train_lock import INFERENCE_LOCK, WorkDirLock
+from ..utils.user_errors import ConfigError
+from .frame_pipeline import (
+    FramePipeline,
+    check_batch_size,
+    check_workers,
+    default_workers,
+    render_frames,
+)
+from .inference_index import (
+    INDEX_NAME,
+    InferenceIndex,
+    open_run_folder,
+    resume_run,
+)
+from .init_model import init_model
 from .inputs import Frame, FrameReader, file_identity
-from .runner import default_workers, render_frames
-from .tasks import get_task
-from .writers import FrameSink, OutputLayout
-
-INDEX_NAME = 'inference_index.jsonl'
-FORMAT = 'sapiens2_mm inference index v1'
-
-
-def _describe(record: dict) -> str:
-    size = (record.get('source_file') or [None])[0]
-    return repr(record.get('source')) + (f' ({size} bytes)'
-                                         if size is not None else '')
-
-
-class InferenceIndex:
-    """Open (or create) the index of an output folder.
-
-    Args:
-        out_dir: the output folder.
-        header: settings that must match for a re-run to reuse the folder.
-
-    Raises:
-        FileExistsError: the folder holds files but no index (they could be
-            overwritten), or an index of other settings.
-    """
-
-    def __init__(self, out_dir: str, header: dict) -> None:
-        self.out_dir = out_dir
-        self.path = osp.join(out_dir, INDEX_NAME)
-        self.header = dict(header, format=FORMAT)
-        self.done: Dict[str, dict] = {}
-        self.video_records: Dict[str, dict] = {}
-        if osp.exists(self.path):
-            self._load(out_dir)
-            self._file = open(self.path, 'a')
-            if not _ends_with_newline(self.path):
-                # a line cut short (a crash, a full disk): the next line
-                # starts on its own, not glued to it
-                self._file.write('\n')
-        else:
-            others = [n for n in os.listdir(out_dir) if not n.startswith('.')]
-            if others:
-                raise FileExistsError(
-                    f'Output folder {out_dir!r} already holds files '
-                    f'({", ".join(sorted(others)[:3])}, ...) but no '
-                    f'{INDEX_NAME}: they were not written by tools/infer.py '
-                    'and could be overwritten. Pass a new or empty --output '
-                    'folder.')
-            self._file = open(self.path, 'w')
-            self._write(self.header)
-
-    def _load(self, out_dir: str) -> None:
-        with open(self.path) as f:
-            lines = f.read().splitlines()
-        try:
-            old = json.loads(lines[0]) if lines else {}
-        except json.JSONDecodeError:
-            old = None
-        has_work = any(line.strip() for line in lines[1:])
-        if has_work and not (isinstance(old, dict)
-                             and old.get('format') == FORMAT):
-            raise FileExistsError(
-                f'{self.path}: line 1 is not a readable index header '
-                f'({lines[0][:60]!r}); the index is damaged, so the settings '
-                'its finished frames were made with are unknown. Pass a new '
-                '--output folder (or move the index away to redo every '
-                'frame here).')
-        old = old if isinstance(old, dict) else {}
-        # keys of either header: an option given then and left out now (its
-        # default) differs too
-        differ = sorted(k for k in set(self.header) | set(old)
-                        if old.get(k) != self.header.get(k))
-        if differ and not has_work:
-            # nothing was finished under the old settings: start afresh
-            with open(self.path, 'w') as f:
-                f.write(json.dumps(self.header) + '\n')
-            return
-        if differ:
-            raise FileExistsError(
-                f'{self.path} was written with other settings ('
-                + '; '.join(f'{k}: {old.get(k)!r} then, '
-                            f'{self.header.get(k)!r} now' for k in differ)
-                + '). Pass a new --output folder, or the same settings to '
-                'continue that run.')
-        for line in lines[1:]:
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                # a line cut short by a crash: that frame is simply redone
-                continue
-            if 'video_done' in record:
-                self.video_records[record['video_done']] = record
-            elif 'name' in record:
-                self.done[record['name']] = record
-
-    def _write(self, record: dict) -> None:
-        self._file.write(json.dumps(record) + '\n')
-        self._file.flush()
-
-    def add(self, record: dict) -> None:
-        """Record a finished frame (``record['name']``) on disk now."""
-        self._write(record)
-        self.done[record['name']] = record
-
-    def add_video_done(self, name: str, source: str = '',
-                       outputs: Sequence[str] = (),
-                       no_vis: bool = False) -> None:
-        """Record that every frame of video ``name`` (the file ``source``)
-        was processed; ``outputs``: its drawing (relative path), ``no_vis``:
-        done without one."""
-        record = {'video_done': name}
-        if source:
-            record.update(source=source, source_file=file_identity(source))
-        if outputs:
-            record['outputs'] = list(outputs)
-        if no_vis:
-            record['no_vis'] = True
-        self._write(record)
-        self.video_records[name] = record
-
-    def check_sources(self, photos: Mapping[str, str],
-                      videos: Mapping[str, tuple]) -> None:
-        """Refuse a re-run whose input of a finished name is another file.
-
-        Args:
-            photos: photo name -> its file now.
-            videos: video name -> (its file now, the base of its frame names
-                ``<base>_<index:06d>.jpg``).
-
-        Raises:
-            FileExistsError: listing the names whose earlier source was
-                another file or has changed (path, size or modification time
-                differ), before anything is processed.
-        """
-        frame_of = [(re.compile(re.escape(base) + r'_\d{6,}\.jpg'), path)
-                    for path, base in videos.values()]
-        checks = [(r, photos[n]) for n, r in self.done.items() if n in photos]
-        checks += [(r, videos[n][0]) for n, r in self.video_records.items()
-                   if n in videos]
-        checks += [(r, path) for n, r in self.done.items() if n not in photos
-                   for pattern, path in frame_of if pattern.fullmatch(n)]
-        conflicts = []
-        for record, path in checks:
-            if not record.get('source'):
-                continue
-            same_path = osp.realpath(record['source']) == osp.realpath(path)
-            old = record.get('source_file')
-            if same_path and (old is None or old == file_identity(path)):
-                continue
-            now = file_identity(path)
-            what = record.get('name') or record.get('video_done')
-            conflicts.append(
-                f'{what!r}: done from {_describe(record)}, now '
-                f'{path!r} ({now[0] if now else "?"} bytes'
-                f'{", changed since" if same_path else ""})')
-        if conflicts:
-            raise FileExistsError(
-                f'{self.path} holds results of other files for '
-                f'{len(conflicts)} input name(s): ' + '; '.join(conflicts[:3])
-                + ('; ...' if len(conflicts) > 3 else '') + '. They are not '
-                'taken for these inputs, nor replaced: pass a new --output '
-                'folder (or the earlier inputs, unchanged, to continue that '
-                'run).')
-
-    def to_redo(self, drawings: bool) -> Dict[str, str]:
-        """Finished photos and videos a re-run does again, with the reason:
-        an output listed in their line is gone (deleted since), or
-        ``drawings`` are wanted and they were finished under ``--no-vis``.
-        A video is redone as a whole (its frames are not skipped one by
-        one), when its drawing or any of its frames' outputs is missing.
-
-        Returns:
-            photo or video name -> why.
-        """
-        redo: Dict[str, str] = {}
-
-        def check(name: str, record: dict, missing: List[str]) -> None:
-            missing += [p for p in record.get('outputs') or () if not
-                        osp.exists(osp.join(self.out_dir, *p.split('/')))]
-            if missing:
-                redo[name] = 'outputs missing: ' + ', '.join(missing[:3]) + (
-                    ' ...' if len(missing) > 3 else '')
-            elif drawings and record.get('no_vis'):
-                redo[name] = 'done with --no-vis, drawn now'
-
-        videos = {r.get('source') for r in self.video_records.values()}
-        frames_of: Dict[str, List[str]] = {}
-        for name, record in self.done.items():
-            if record.get('source') and record['source'] in videos:
-                frames_of.setdefault(record['source'], []).append(name)
-            else:
-                check(name, record, [])
-        for name, record in self.video_records.items():
-            missing = [p for frame in frames_of.get(record.get('source'), ())
-                       for p in self.done[frame].get('outputs') or ()
-                       if not osp.exists(osp.join(self.out_dir,
-                                                  *p.split('/')))]
-            check(name, record, missing)
-        return redo
-
-    def listed_outputs(self) -> Dict[str, str]:
-        """Output path (relative to the folder) -> the frame or video name
-        whose finished line lists it."""
-        listed = {}
-        for name, record in list(self.done.items()) + list(
-                self.video_records.items()):
-            for path in record.get('outputs') or ():
-                listed[path] = name
-        return listed
-
-    def records(self) -> List[dict]:
-        """Finished frames, in the order they were first finished."""
-        return list(self.done.values())
-
-    def close(self) -> None:
-        """Close the file (every line is already on disk, but for one a full
-        disk cut short: that frame is redone by the next run)."""
-        if not self._file.closed:
-            try:
-                self._file.close()
-            except OSError:
-                pass
-
-
-def _ends_with_newline(path: str) -> bool:
-    """Whether the file is empty or its last byte is a newline."""
-    with open(path, 'rb') as f:
-        f.seek(0, os.SEEK_END)
-        if f.tell() == 0:
-            return True
-        f.seek(-1, os.SEEK_END)
-        return f.read(1) == b'\n'
-
+from .tasks import BaseTask, get_task
+from .tasks.options import TaskOptions
+from .writers import FrameSink, OutputLayout, TaskWriter
 
 RANDOM_WEIGHTS_WARNING = (
     'WARNING: no CHECKPOINT was given, so the model has RANDOM weights and '
@@ -291,7 +69,9 @@ class RunSummary:
     Attributes:
         processed: frames finished by this run.
         resumed: inputs skipped because an earlier run finished them.
-        failed: ``(frame name, reason)`` of frames that raised.
+        failed: ``(frame name, reason)`` of frames that raised: in the
+            model's steps (the frame pipeline appends them here), the writer
+            or the drawing; the run's one failure list.
         skipped: ``(path, reason)`` of unreadable inputs.
         warnings: ``(path, reason)`` of damaged inputs that were processed.
         redone: ``(name, reason)`` of inputs an earlier run finished that
@@ -311,6 +91,13 @@ class RunSummary:
     interrupted: bool = False
     stopped: Optional[str] = None
     lines: List[str] = field(default_factory=list)
+
+    def read_from(self, reader: FrameReader) -> None:
+        """Take the reader's counts: inputs left out as done, unreadable
+        and damaged ones."""
+        self.resumed = reader.num_done
+        self.skipped = list(reader.skipped)
+        self.warnings = list(reader.warnings)
 
 
 def _progress(total: int):
@@ -345,29 +132,80 @@ def run_inference(task: str, config: str, inputs, output: str,
         serial: one thread, nothing overlapped (debugging).
         cfg_options: config overrides (recorded in the index).
         echo: where the summary lines go.
-        **task_options: the task's own options (:meth:`BaseTask.options`;
+        **task_options: the task's own options (its ``options_class``;
             ``tools/infer.py TASK -h`` lists them).
 
     Raises:
-        ValueError / FileNotFoundError / FileExistsError / PermissionError /
-        NotADirectoryError: bad options, inputs or output folder, before any
-        frame is processed.
+        UserError: bad options, inputs, config, checkpoint or output folder,
+            before any frame is processed (its kinds in
+            :mod:`sapiens2_mm.utils.user_errors`, each also the ValueError /
+            FileNotFoundError / FileExistsError ... it is).
         WorkDirLockedError: another run is writing into ``output``
             (``<output>/.inference.lock``).
     """
-    from .init_model import init_model
     spec = get_task(task)
     options = spec.options(**task_options)
     check_device(device)
-    if batch_size < 1:
-        raise ValueError(f'--batch-size must be >= 1, got {batch_size}.')
-    if workers is not None and workers < 1:
-        raise ValueError(f'--workers must be >= 1, got {workers} (1 '
-                         'decodes and draws in one thread).')
-    workers = workers or default_workers()
+    check_batch_size(batch_size)
+    workers = default_workers() if workers is None else check_workers(workers)
     reader = FrameReader(inputs)
-    task_kwargs = spec.inferencer_kwargs(device=device, **options)
+    task_kwargs = spec.inferencer_kwargs(options, device)
     layout = OutputLayout(output, reader)
+    header = run_header(spec, options, config, checkpoint, flip_test,
+                        cfg_options)
+    if not checkpoint:
+        echo(RANDOM_WEIGHTS_WARNING)
+    index, lock = open_run_folder(layout.out_dir, header, echo)
+    try:
+        redone = resume_run(index, reader, layout, drawings=not no_vis)
+        model = init_model(config, checkpoint, device,
+                           cfg_options=cfg_options, compile=compile,
+                           dtype=dtype)
+        inferencer = _task_inferencer(spec, model, config, dict(
+            task_kwargs, batch_size=batch_size,
+            flip_test=True if flip_test else None))
+        writer = spec.open_writer(layout, model, options)
+    except BaseException:
+        index.close()
+        lock.release()
+        raise
+    loop = FrameLoop(layout, index, writer, no_vis, RunSummary(redone=redone))
+    threads = 1 if serial else workers
+    bar = _progress(reader.num_frames())
+    try:
+        pipeline = FramePipeline(inferencer, threads, overlap=not serial,
+                                 failures=loop.summary.failed)
+        loop.run(pipeline.iter_frames(reader), None if no_vis else (
+            lambda frame, result: spec.visualize(
+                frame, result, model.dataset_meta, options)), threads, bar)
+    except KeyboardInterrupt:
+        loop.summary.interrupted = True
+    finally:
+        loop.close(bar)
+        loop.summary.lines += spec.run_report(inferencer)
+        index.close()
+        lock.release()
+        loop.summary.read_from(reader)
+        _echo_summary(loop.summary, bool(checkpoint), output, no_vis,
+                      index.path, loop.sink, echo)
+    return loop.summary
+
+
+def _task_inferencer(spec: BaseTask, model, config: str, kwargs: dict):
+    """The task's inferencer of ``model``, after checking the config is of
+    the task asked for."""
+    if model.task != spec.name:
+        raise ConfigError(f'{config} is a {model.task!r} config, not '
+                         f'{spec.name!r}.')
+    return spec.build_inferencer(model, load_model=init_model, **kwargs)
+
+
+def run_header(spec: BaseTask, options: TaskOptions, config: str,
+               checkpoint: Optional[str], flip_test: bool,
+               cfg_options: Optional[dict]) -> dict:
+    """The index header: the settings a re-run into the folder must share
+    (task, config, checkpoint file, flip test, config overrides, the task's
+    non-default options; random weights)."""
     header = dict(
         task=spec.name, config=osp.abspath(config),
         checkpoint=osp.abspath(checkpoint) if checkpoint else None,
@@ -378,127 +216,110 @@ def run_inference(task: str, config: str, inputs, output: str,
         # as JSON reads it back (tuples become lists) for the re-run check
         header['cfg_options'] = json.loads(json.dumps(
             {k: cfg_options[k] for k in sorted(cfg_options)}))
-    header.update(spec.index_options(**options))
+    header.update(spec.index_options(options))
     if not checkpoint:
         header['weights'] = 'random'
-        echo(RANDOM_WEIGHTS_WARNING)
-    # one run per folder: two would do frames twice and mix index lines
-    lock = WorkDirLock(layout.out_dir, **INFERENCE_LOCK)
-    note = lock.acquire()
-    if note:
-        echo(note)
-    try:
-        index = InferenceIndex(layout.out_dir, header)
-    except BaseException:
-        lock.release()
-        raise
-    try:
-        photos, videos = reader.sources()
-        index.check_sources(photos, videos)
-        reader.number_arrays_after(index.done)
-        # a later input never takes the name of an earlier one's output
-        layout.keep_listed(index.listed_outputs())
-        redo = {name: why for name, why in index.to_redo(not no_vis).items()
-                if name in photos or name in videos}
-        reader.done = set(index.done) - set(redo)
-        reader.done_videos = set(index.video_records) - set(redo)
-        model = init_model(config, checkpoint, device,
-                           cfg_options=cfg_options, compile=compile,
-                           dtype=dtype)
-        if model.task != spec.name:
-            raise ValueError(f'{config} is a {model.task!r} config, not '
-                             f'{spec.name!r}.')
-        inferencer = spec.build_inferencer(
-            model, batch_size=batch_size,
-            flip_test=True if flip_test else None, **task_kwargs)
-        writer = spec.open_writer(layout, model, **options)
-    except BaseException:
-        index.close()
-        lock.release()
-        raise
-    summary = RunSummary(redone=sorted(redo.items()))
-    sink = FrameSink(layout)
-    meta = model.dataset_meta
-    bar = _progress(reader.num_frames())
-    last: Optional[Frame] = None  # the frame before, for its video's end
+    return header
 
-    def fail(name: str, reason: str) -> None:
-        summary.failed.append((name, reason))
 
-    def finish_video(frame: Frame) -> None:
-        path = sink.finish_video(frame.video_name)
-        index.add_video_done(
-            frame.video_name, frame.video,
-            outputs=[layout.relative(path)] if path else (), no_vis=no_vis)
+class FrameLoop:
+    """Writes each finished frame of a run: its drawing, the task writer's
+    files and its index line, in input order; a video's drawing is
+    finished when its last frame is written.
 
-    try:
-        # Overlapped by default (decoding, crops, heatmap decoding, drawing
-        # and the writing below run while the network does); --serial: one
-        # thread.
-        frames = inferencer.iter_frames(
-            None, reader, on_failure=lambda f, reason: fail(f.name, reason),
-            workers=1 if serial else workers, overlap=not serial)
-        draw = None if no_vis else (
-            lambda frame, result: spec.visualize(frame, result, meta,
-                                                 **options))
-        rendered = render_frames(frames, draw, 1 if serial else workers)
+    Args:
+        layout / index / writer: the run's output paths, run index and task
+            writer.
+        no_vis: no drawings (photos are marked ``no_vis`` in the index, so a
+            later run with drawings redoes them).
+        summary: what the run did; this loop counts ``processed`` and
+            appends writer and drawing failures to ``failed``.
+    """
+
+    def __init__(self, layout: OutputLayout, index: InferenceIndex,
+                 writer: TaskWriter, no_vis: bool,
+                 summary: RunSummary) -> None:
+        self.layout, self.index, self.writer = layout, index, writer
+        self.no_vis, self.summary = no_vis, summary
+        self.sink = FrameSink(layout)
+        self.last: Optional[Frame] = None  # for the end of its video
+
+    def run(self, frames: Iterable, draw: Optional[Callable],
+            workers: int, bar) -> None:
+        """Draw (on ``workers`` threads) and write every ``(frame,
+        result)`` of ``frames``; stops early on a full disk."""
+        rendered = render_frames(frames, draw, workers)
         with closing(frames), closing(rendered):
             for item in rendered:
-                frame, result = item.frame, item.result
                 bar.update()
-                if last is not None and last.video_name not in (
-                        None, frame.video_name):
-                    finish_video(last)
-                last = frame
+                self._video_boundary(item.frame)
                 if item.error is not None:
-                    fail(frame.name, item.error)
-                    continue
-                try:
-                    record = writer.write(frame, result)
-                    if item.image is not None:
-                        path = sink.write(item.image, frame, item.encoded)
-                        if frame.video_name is None:
-                            record['outputs'].append(layout.relative(path))
-                    record.update(name=frame.name, source=frame.source,
-                                  source_file=file_identity(frame.source))
-                    if frame.warning:
-                        record['warning'] = frame.warning
-                    if no_vis and frame.video_name is None:
-                        record['no_vis'] = True  # drawn by a later run
-                    index.add(record)
-                except Exception as err:  # noqa: BLE001 - skip, count, list
-                    if is_disk_full(err):
-                        # every later frame would fail the same way: stop,
-                        # the index keeps what is finished
-                        summary.stopped = (f'disk full while writing '
-                                           f'{frame.name} ({err})')
-                        break
-                    fail(frame.name, f'{type(err).__name__}: {err}')
-                    continue
-                summary.processed += 1
+                    self.summary.failed.append((item.frame.name, item.error))
+                elif not self.write(item):
+                    break
+        last = self.last
         if last is not None and last.video_name is not None and \
-                summary.stopped is None:
-            finish_video(last)
-    except KeyboardInterrupt:
-        summary.interrupted = True
-    finally:
-        sink.close()
+                self.summary.stopped is None:
+            self.finish_video(last)
+
+    def _video_boundary(self, frame: Frame) -> None:
+        last = self.last
+        if last is not None and last.video_name not in (None,
+                                                        frame.video_name):
+            self.finish_video(last)
+        self.last = frame
+
+    def write(self, item) -> bool:
+        """Write one rendered frame and its index line; False when the disk
+        is full (the run stops), a failure of this frame otherwise
+        listed."""
+        frame = item.frame
+        try:
+            record = self.writer.write(frame, item.result)
+            if item.image is not None:
+                path = self.sink.write(item.image, frame, item.encoded)
+                if frame.video_name is None:
+                    record['outputs'].append(self.layout.relative(path))
+            record.update(name=frame.name, source=frame.source,
+                          source_file=file_identity(frame.source))
+            if frame.warning:
+                record['warning'] = frame.warning
+            if self.no_vis and frame.video_name is None:
+                record['no_vis'] = True  # drawn by a later run
+            self.index.add(record)
+        except Exception as err:  # noqa: BLE001 - skip, count, list
+            if is_disk_full(err):
+                # every later frame would fail the same way: stop, the index
+                # keeps what is finished
+                self.summary.stopped = (f'disk full while writing '
+                                        f'{frame.name} ({err})')
+                return False
+            self.summary.failed.append((frame.name,
+                                        f'{type(err).__name__}: {err}'))
+            return True
+        self.summary.processed += 1
+        return True
+
+    def finish_video(self, frame: Frame) -> None:
+        """Give the video of ``frame`` its final name; record it done."""
+        path = self.sink.finish_video(frame.video_name)
+        self.index.add_video_done(
+            frame.video_name, frame.video,
+            outputs=[self.layout.relative(path)] if path else (),
+            no_vis=self.no_vis)
+
+    def close(self, bar) -> None:
+        """Release unfinished videos, close the bar and rebuild the task's
+        summary files from every finished frame in the index (this run and
+        earlier ones)."""
+        self.sink.close()
         if hasattr(bar, 'close'):
             bar.close()
         try:
-            summary.lines = writer.finalize(index.records())
+            self.summary.lines = self.writer.finalize(self.index.records())
         except OSError as err:  # the index has it all: the next run rebuilds
-            summary.lines = [f'summary files not written ({err}); the next '
-                             'run into this folder writes them']
-        summary.lines += spec.run_report(inferencer)
-        index.close()
-        lock.release()
-        summary.resumed = reader.num_done
-        summary.skipped = list(reader.skipped)
-        summary.warnings = list(reader.warnings)
-        _echo_summary(summary, bool(checkpoint), output, no_vis, index.path,
-                      sink, echo)
-    return summary
+            self.summary.lines = [f'summary files not written ({err}); the '
+                                  'next run into this folder writes them']
 
 
 def _echo_summary(summary: RunSummary, trained: bool, output: str,

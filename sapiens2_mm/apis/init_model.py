@@ -9,8 +9,6 @@ are renamed to this package's layout and every mismatching key is reported
 (the official code prints the mismatches and carries on with random weights).
 """
 import os
-import os.path as osp
-from pathlib import Path
 from typing import Optional, Union
 
 import torch
@@ -27,31 +25,11 @@ from ..utils import (
     read_checkpoint,
     register_all_modules,
 )
-from ..utils.cli_errors import unknown_type_message
+from ..utils.cli_errors import unknown_types_as_config_errors
+from ..utils.config_file import ConfigType, load_config
+from ..utils.user_errors import CheckpointError, ConfigError
+from .base_inferencer import config_test_pipeline
 from .tasks.base import find_task
-
-ConfigType = Union[str, Path, Config]
-
-
-def load_config(config: ConfigType) -> Config:
-    """Read a config file (or pass a ``Config`` through) with a clear error."""
-    if isinstance(config, Config):
-        return config.copy()
-    if not isinstance(config, (str, Path)):
-        raise TypeError(
-            f'config must be a path or an mmengine Config, got '
-            f'{type(config).__name__}.')
-    path = os.fspath(config)
-    if not osp.isfile(path):
-        raise FileNotFoundError(
-            f'Config file not found: {path!r}. Pass a file from configs/ '
-            '(e.g. configs/pose/sapiens2-1b_8xb7-20k_sapiens308-1024x768.py).')
-    try:
-        return Config.fromfile(path)
-    except SyntaxError as err:  # mmengine names neither file nor line
-        raise ValueError(
-            f'Config file {path!r} (or one of its _base_ files) is not valid '
-            f'Python: {err.msg} at line {err.lineno}.') from None
 
 
 def _config_name(config: ConfigType) -> str:
@@ -77,7 +55,7 @@ def load_task_checkpoint(model: nn.Module, checkpoint: str,
         hint = (' It holds only backbone (pretrain) weights; fine-tune a '
                 'task model or download a task checkpoint.'
                 if found == 'pretrain' else '')
-        raise ValueError(
+        raise CheckpointError(
             f'Checkpoint {checkpoint!r} is a {found!r} checkpoint but the '
             f'config builds a {task!r} model.{hint} Pass a {task} checkpoint '
             'or a config of the matching task.')
@@ -107,18 +85,19 @@ def init_model(config: ConfigType,
         dtype: ``'fp32'`` or ``'bf16'`` (autocast, see
             :mod:`sapiens2_mm.runtime.precision`).
 
+    The task is worked out here, once (:func:`~sapiens2_mm.apis.tasks.
+    find_task`); what follows from it is recorded on the model.
+
     Returns:
-        The model in eval mode on ``device`` with ``model.cfg`` (the config),
+        The model in eval mode on ``device`` with ``model.cfg`` (the config;
+        a bare model config gets the task's default ``test_pipeline``),
         ``model.task`` (a registered task name, see
         :mod:`sapiens2_mm.apis.tasks`) and ``model.dataset_meta`` (the task's
         meta: keypoint names/colors/skeleton/flip indices for pose;
         ``classes`` / ``palette`` for seg).
     """
     check_device(str(device))  # 'gpu': our message, not torch's
-    cfg = load_config(config)
-    if cfg_options:
-        from ..utils.cfg_options import apply_cfg_options
-        apply_cfg_options(cfg, cfg_options)
+    cfg = load_config(config, cfg_options)
     register_all_modules()
     spec = find_task(cfg)
     task = spec.name
@@ -131,15 +110,19 @@ def init_model(config: ConfigType,
         if 'with_cp' in backbone:
             backbone['with_cp'] = False
     spec.prepare_model_config(cfg)
+    if config_test_pipeline(cfg) is None:  # a bare model config
+        steps = spec.default_inference_pipeline(cfg)
+        if steps is not None:
+            cfg.test_pipeline = steps
     meta = spec.dataset_meta(cfg)  # before building: config errors first
     try:
-        with in_config_scope(cfg):  # stock mmpose / mmseg configs too
+        with unknown_types_as_config_errors(_config_name(config)), \
+                in_config_scope(cfg):  # stock mmpose / mmseg configs too
             model = MODELS.build(cfg.model)
-    except KeyError as err:
-        message = unknown_type_message(err)
-        if message is None:
+    except ValueError as err:  # a value of the config a part refuses
+        if isinstance(err, ConfigError):
             raise
-        raise ValueError(f'{message} ({_config_name(config)})') from None
+        raise ConfigError(str(err)) from err
     if checkpoint is not None:
         load_task_checkpoint(model, checkpoint, task)
     model.cfg = cfg

@@ -40,6 +40,8 @@ from typing import (
 import cv2
 import numpy as np
 
+from ..utils.user_errors import InputError, InputNotFoundError
+
 #: The name of an input array (``array_<i:06d>.png``), group 1 its number.
 ARRAY_NAME = re.compile(r'array_(\d{6,})\.png')
 IMAGE_EXTS = ('.jpg', '.jpeg', '.png', '.bmp', '.tif', '.tiff', '.webp')
@@ -122,15 +124,15 @@ def _as_bgr(image: np.ndarray, what: str) -> np.ndarray:
     if image.ndim == 2:
         image = np.repeat(image[..., None], 3, axis=2)
     if image.ndim != 3 or image.shape[2] not in (3, 4):
-        raise ValueError(
+        raise InputError(
             f'{what}: expected an (H, W, 3) BGR image array, got shape '
             f'{image.shape}.')
     if image.dtype != np.uint8:
-        raise ValueError(
+        raise InputError(
             f'{what}: expected dtype uint8 (0-255 BGR), got {image.dtype}. '
             'Convert with np.clip(x, 0, 255).astype(np.uint8).')
     if image.size == 0:
-        raise ValueError(f'{what}: shape {image.shape} has no pixels; pass '
+        raise InputError(f'{what}: shape {image.shape} has no pixels; pass '
                          'an image of at least 1x1.')
     return np.ascontiguousarray(image[..., :3])
 
@@ -226,8 +228,8 @@ class FrameReader:
             of those. A file given twice is read once.
 
     Attributes:
-        done: frame names to leave out (already processed by an earlier run).
-        done_videos: video keys to leave out entirely.
+        num_done: inputs left out by the last :meth:`jobs` because an
+            earlier run finished them (:meth:`leave_out`).
 
     Raises:
         FileNotFoundError: a given path does not exist, or nothing readable
@@ -261,7 +263,7 @@ class FrameReader:
                 bases.append(osp.dirname(path))
                 files = [path]
             else:
-                raise FileNotFoundError(
+                raise InputNotFoundError(
                     f'Input {os.fspath(item)!r} does not exist; pass an '
                     'image, a video or a folder of images.')
             for f in files:
@@ -275,7 +277,7 @@ class FrameReader:
         self.skipped: List[Tuple[str, str]] = list(self.empty_folders)
         if not self.items:
             where = ', '.join(repr(f) for f in empty) or 'the inputs'
-            raise FileNotFoundError(
+            raise InputNotFoundError(
                 f'No images or videos found in {where}. '
                 f'{_extensions_message()}')
         for i, item in enumerate(self.items):
@@ -284,9 +286,18 @@ class FrameReader:
         self.base_dir = osp.commonpath(bases) if bases else ''
         self.first_array = 0
         self._assign_names()
-        self.done: Set[str] = set()
-        self.done_videos: Set[str] = set()
+        self._done: Set[str] = set()
+        self._done_videos: Set[str] = set()
         self.num_done = 0
+
+    def leave_out(self, photos: Iterable[str] = (),
+                  videos: Iterable[str] = ()) -> None:
+        """Leave out the photos (frame names) and videos (video keys) an
+        earlier run into the same output folder finished (the run index
+        decides which: :func:`~sapiens2_mm.apis.inference_index.
+        resume_run`); they are counted in :attr:`num_done`."""
+        self._done = set(photos)
+        self._done_videos = set(videos)
 
     def number_arrays_after(self, taken: Iterable[str]) -> None:
         """Number this run's arrays after the highest ``array_<i>.png`` of
@@ -335,12 +346,12 @@ class FrameReader:
         total = 0
         for item, name in zip(self.items, self.names):
             if isinstance(item, str) and is_video(item):
-                if name in self.done_videos:
+                if name in self._done_videos:
                     continue
                 cap = cv2.VideoCapture(item)
                 total += max(int(cap.get(cv2.CAP_PROP_FRAME_COUNT)), 0)
                 cap.release()
-            elif name not in self.done:
+            elif name not in self._done:
                 total += 1
         return total
 
@@ -390,7 +401,7 @@ class FrameReader:
         """One job per frame or unreadable input, in input order.
 
         A photo job decodes its file when called, so several can run on
-        threads (:func:`~sapiens2_mm.apis.runner.ordered_map`); video
+        threads (:func:`~sapiens2_mm.apis.frame_pipeline.ordered_map`); video
         frames are decoded while iterating. Pass each job's
         :class:`Loaded`, in order, to :meth:`record`.
         """
@@ -402,11 +413,11 @@ class FrameReader:
             if isinstance(item, np.ndarray):
                 yield _ready(Loaded(Frame(name, item, stem=stem)))
             elif is_video(item):
-                if name in self.done_videos:
+                if name in self._done_videos:
                     self.num_done += 1
                     continue
                 yield from self._video_jobs(item, name, stem, base)
-            elif name in self.done:
+            elif name in self._done:
                 self.num_done += 1
             else:
                 yield partial(self._load_photo, item, name, stem)

@@ -3,7 +3,7 @@
 Every model is evaluated on the reference (first) config's test data and
 evaluator, each through its own test pipeline (its input size, crop and
 normalisation) and the checked loading of ``tools/test.py``
-(:func:`evaluation_config` + :func:`~.run_config.prepare_test_config`). Its
+(:func:`evaluation_config` + :func:`~.test_config.prepare_test_config`). Its
 row adds the parameters, MACs and FLOPs = 2 x MACs at its test input size
 (:mod:`.model_cost`) and the images per second of its network, timed in
 interleaved rounds at one batch size (:func:`time_models`). Differences that

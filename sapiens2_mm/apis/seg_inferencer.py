@@ -6,6 +6,7 @@ from mmengine.dataset import pseudo_collate
 
 from ..codecs.label_resize import resize_argmax
 from ..models.estimators import merge_flip_views
+from ..utils.user_errors import ConfigError
 from .base_inferencer import BaseInferencer
 from .inputs import Frame
 from .results import SegResult
@@ -37,7 +38,7 @@ class SegInferencer(BaseInferencer):
         super().__init__(model, *args, **kwargs)
         self.swap_pairs = self.model.dataset_meta.get('flip_swap_pairs')
         if self.flip_test and self.swap_pairs is None:
-            raise ValueError(
+            raise ConfigError(
                 'flip_test needs dataset_meta["flip_swap_pairs"] (left/right '
                 'class pairs); add them to the test dataset metainfo.')
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..utils.atomic_file import atomic_open, finish_file, temporary_path
 from ..utils.output_paths import check_writable_dir, is_within
+from ..utils.user_errors import OutputExistsError, OutputPathError
 from .inputs import Frame, FrameReader
 
 
@@ -42,7 +43,7 @@ def check_output_outside_inputs(out_dir: str, reader: FrameReader) -> None:
                 for p in reader.input_paths()]
     for folder, is_input_folder in folders:
         if out == folder or (is_input_folder and is_within(out, folder)):
-            raise ValueError(
+            raise OutputPathError(
                 f'--output {out_dir!r} is (inside) the input folder '
                 f'{folder!r}; outputs keep the input names and could replace '
                 'the inputs. Pass an output folder outside the inputs.')
@@ -145,15 +146,15 @@ class OutputLayout:
         path = osp.join(self.out_dir, *relative.split('/'))
         real = osp.realpath(path)
         if real in self.protected:
-            raise FileExistsError(
+            raise OutputExistsError(
                 f'Output {path!r} would replace the input file of that name.')
         if self.listed.get(real, owner) != owner:
-            raise FileExistsError(
+            raise OutputExistsError(
                 f'Output {path!r} of {owner!r} is the output of '
                 f'{self.listed[real]!r} listed in the run index; it is not '
                 f'replaced. Rename {owner!r} or pass a new --output folder.')
         if self.claimed.setdefault(real, owner) != owner:
-            raise FileExistsError(
+            raise OutputExistsError(
                 f'Output {path!r} of {owner!r} was already written for '
                 f'{self.claimed[real]!r} in this run.')
         os.makedirs(osp.dirname(path), exist_ok=True)
@@ -243,10 +244,10 @@ class TaskWriter:
     Args:
         layout: where files go.
         meta: the model's ``dataset_meta``.
-        **options: the task's options (:meth:`BaseTask.options`).
+        options: the task's options (:meth:`BaseTask.options`).
     """
 
-    def __init__(self, layout: OutputLayout, meta: dict, **options) -> None:
+    def __init__(self, layout: OutputLayout, meta: dict, options) -> None:
         self.layout, self.meta, self.options = layout, meta, options
 
     def write(self, frame: Frame, result) -> dict:

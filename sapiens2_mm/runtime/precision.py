@@ -12,6 +12,8 @@ from typing import Union
 
 import torch
 
+from ..utils.user_errors import OptionError
+
 DTYPES = {'fp32': torch.float32, 'bf16': torch.bfloat16}
 
 
@@ -56,13 +58,13 @@ def check_dtype(dtype: str, device: Union[str, torch.device] = 'cpu',
             support (saying why and what to use instead).
     """
     if dtype not in DTYPES:
-        raise ValueError(f'--dtype must be one of {sorted(DTYPES)}, got '
+        raise OptionError(f'--dtype must be one of {sorted(DTYPES)}, got '
                          f'{dtype!r}.')
     if dtype == 'bf16':
         problem = bf16_problem(device)
         emulated_cpu = torch.device(device).type == 'cpu'
         if problem is not None and not (allow_emulated and emulated_cpu):
-            raise ValueError(
+            raise OptionError(
                 f'--dtype bf16 on {str(device)!r}: {problem}. Use --dtype fp32 '
                 '(the default) on this device.')
     return DTYPES[dtype]

@@ -43,6 +43,8 @@ from typing import (
 
 from mmengine.config import Config, DictAction
 
+from .user_errors import UserError
+
 # Runner/FlexibleRunner arguments read from the top level of a config.
 RUNNER_KEYS = {
     'model', 'work_dir', 'train_dataloader', 'val_dataloader',
@@ -88,7 +90,7 @@ class CfgOptionsAction(DictAction):
         super().__call__(parser, namespace, values, option_string)
 
 
-class UnknownConfigKeyError(KeyError):
+class UnknownConfigKeyError(UserError, KeyError):
     """``--cfg-options`` named keys that the config and its types lack."""
 
     def __str__(self) -> str:  # KeyError would quote the message

@@ -13,11 +13,13 @@ from typing import Dict, Iterable, Mapping, Optional
 import torch
 from torch import nn
 
+from .user_errors import CheckpointError, CheckpointNotFoundError, UserError
+
 WRAPPER_PREFIXES = ('module.', '_orig_mod.')
 StateDict = Dict[str, torch.Tensor]
 
 
-class CheckpointMismatchError(RuntimeError):
+class CheckpointMismatchError(UserError, RuntimeError):
     """A checkpoint's keys or shapes do not fit the model."""
 
 
@@ -85,7 +87,7 @@ def read_checkpoint(path: str, lazy: bool = False) -> StateDict:
     """
     path = os.fspath(path)
     if not os.path.isfile(path):
-        raise FileNotFoundError(
+        raise CheckpointNotFoundError(
             f'Checkpoint file not found: {path!r}. Check the path, or download '
             'the official weights (see README "Model zoo").')
     try:
@@ -94,12 +96,12 @@ def read_checkpoint(path: str, lazy: bool = False) -> StateDict:
         else:
             raw = _read_torch(path, lazy)
     except Exception as err:  # noqa: BLE001 - re-raised with the file named
-        raise ValueError(
+        raise CheckpointError(
             f'Could not read checkpoint {path!r} ({load_problem(path, err)}'
             '). The file may be truncated or corrupt (re-download it), '
             'or not be a .safetensors/.pth checkpoint.') from err
     if not isinstance(raw, Mapping):
-        raise ValueError(
+        raise CheckpointError(
             f'Checkpoint {path!r} holds a {type(raw).__name__}, expected a dict '
             'of tensors (or one with a state_dict/model/teacher entry).')
     state = _pick_state_dict(raw)

@@ -15,6 +15,12 @@ from .atomic_file import atomic_output, discard, finish_file, temporary_path
 from .checkpoint import read_checkpoint
 from .official_keys import detect_task, official_to_package, package_to_official
 from .output_paths import OutputPathError, check_output_file, same_file
+from .user_errors import (
+    CheckpointError,
+    CheckpointNotFoundError,
+    OptionError,
+    OutputExistsError,
+)
 
 TRAINING_STATE_KEYS = ('optimizer', 'message_hub', 'param_schedulers', 'ema_state_dict')
 # Keys only a Sapiens2Pretrainer checkpoint has (its EMA teacher).
@@ -32,7 +38,7 @@ def _check_output(dst: str, overwrite: bool, inputs: Iterable[str] = ()) -> None
     """
     check_output_file(dst, inputs, overwrite=True)
     if osp.exists(dst) and not overwrite:
-        raise FileExistsError(
+        raise OutputExistsError(
             f'{dst!r} exists; refusing to overwrite it. Pass --overwrite or '
             'choose another output path.')
 
@@ -45,15 +51,15 @@ def load_mmengine_file(src: str) -> Mapping:
             a dict.
     """
     if not osp.isfile(src):
-        raise FileNotFoundError(f'Checkpoint {src!r} does not exist.')
+        raise CheckpointNotFoundError(f'Checkpoint {src!r} does not exist.')
     try:
         checkpoint = torch.load(src, map_location='cpu', weights_only=True)
     except Exception as err:  # noqa: BLE001 - re-raised with the file named
-        raise ValueError(
+        raise CheckpointError(
             f'Could not read checkpoint {src!r} ({type(err).__name__}: '
             f'{err}).') from err
     if not isinstance(checkpoint, Mapping):
-        raise ValueError(f'{src!r} does not hold a checkpoint dict.')
+        raise CheckpointError(f'{src!r} does not hold a checkpoint dict.')
     return checkpoint
 
 
@@ -62,7 +68,7 @@ def _refuse_pretrainer(state: Mapping[str, torch.Tensor], src: str) -> None:
     teacher, the decoder and the heads; converting it whole gives a file
     whose backbone an ``init_cfg`` reads as the student, not the teacher."""
     if any(key.startswith(PRETRAINER_PREFIX) for key in state):
-        raise ValueError(
+        raise CheckpointError(
             f'{src!r} is a pretraining checkpoint (Sapiens2Pretrainer: '
             'student, EMA teacher, decoder and heads), not a task model. '
             'Export its backbone with: python '
@@ -87,7 +93,7 @@ def resolve_task(state: Mapping[str, torch.Tensor], task: Optional[str],
             raise
         return task  # an unknown layout converted as the task asked for
     if task is not None and task != detected:
-        raise ValueError(
+        raise CheckpointError(
             f'--task {task} was given, but {src!r} is a {detected} '
             f'checkpoint (its keys are those of a {detected} model). Leave '
             '--task out to convert it as what it is, or give the '
@@ -138,7 +144,7 @@ def mmengine_to_official(src: str, dst: str, task: Optional[str] = None,
             ``task`` disagrees with its head.
     """
     if not dst.endswith('.safetensors'):
-        raise ValueError(f'Output must be a .safetensors file, got {dst!r}.')
+        raise OutputPathError(f'Output must be a .safetensors file, got {dst!r}.')
     _check_output(dst, overwrite, [src])
     return _write_official(read_checkpoint(src), dst, task, src)
 
@@ -178,12 +184,12 @@ def consolidate_sharded(src: str, dst: str, task: Optional[str] = None,
     """
     from .sharded_checkpoint import read_sharded_checkpoint
     if not dst.endswith(('.pth', '.safetensors')):
-        raise ValueError(
+        raise OutputPathError(
             f'Output must be a .pth (mmengine checkpoint) or a .safetensors '
             f'(official layout) file, got {dst!r}.')
     official = dst.endswith('.safetensors')
     if official and with_optimizer:
-        raise ValueError('--with-optimizer needs a .pth output; the '
+        raise OptionError('--with-optimizer needs a .pth output; the '
                          'official layout holds the weights only.')
     _check_output(dst, overwrite, [src])
     if osp.realpath(dst).startswith(osp.realpath(src) + osp.sep):
@@ -217,13 +223,13 @@ def publish_checkpoint(src: str, dst: str) -> str:
         OutputPathError: the output would be ``src`` itself.
     """
     if not osp.isfile(src):
-        raise FileNotFoundError(f'Checkpoint {src!r} does not exist.')
+        raise CheckpointNotFoundError(f'Checkpoint {src!r} does not exist.')
     stem, ext = osp.splitext(dst)
     ext = ext or '.pth'
     check_output_file(dst, [src], what='published checkpoint')
     checkpoint = load_mmengine_file(src)
     if 'state_dict' not in checkpoint:
-        raise ValueError(
+        raise CheckpointError(
             f'{src!r} is not an mmengine checkpoint (no "state_dict" entry).')
     for key in TRAINING_STATE_KEYS:
         checkpoint.pop(key, None)

@@ -1,20 +1,32 @@
 """Report a command-line tool's user errors as one ``error:`` line.
 
-train/test/infer print ``error: <message>`` and exit 1 for a wrong path, an
-unreadable or mismatching checkpoint or a refused output; the converters and
-exporters use :func:`user_errors_as_exit` to do the same instead of showing
-a traceback. Programming errors (``TypeError``, ``KeyError`` ...) still
-raise with their traceback.
+Every tool (train, test, infer, the converters and exporters) runs its work
+inside :func:`user_errors_as_exit`: a :class:`~sapiens2_mm.utils.user_errors.
+UserError` (a wrong path, option or input, an unreadable or mismatching
+checkpoint, a refused output, a config that cannot run) or an ``OSError``
+(the file system: a missing file, no permission, a full disk) ends it with
+``error: <message>`` and exit status 1. The tools map these types and never
+read message text. Programming errors (``TypeError``, ``KeyError`` ...) keep
+their traceback.
+
+mmengine reports a ``type=`` that no registry has as a ``KeyError`` whose
+text names the type: :func:`unknown_types_as_config_errors` turns it into a
+:class:`UnknownTypeError` where configs are built (the one place its text is
+read).
 """
 import re
 from contextlib import contextmanager
 from typing import Iterator, Optional, Tuple
 
-from .checkpoint import CheckpointMismatchError
+from .user_errors import ConfigError, UserError
 
-# OSError covers missing files, permissions and full disks; ValueError the
-# refusals (OutputPathError) and unreadable or wrong checkpoints.
-USER_ERRORS = (OSError, ValueError, CheckpointMismatchError)
+#: What ends a tool with one ``error:`` line.
+USER_ERRORS = (UserError, OSError)
+
+
+class UnknownTypeError(ConfigError):
+    """A ``type=`` in a config that no registry has (misspelled, or an
+    upstream type without its scope)."""
 
 
 @contextmanager
@@ -26,6 +38,21 @@ def user_errors_as_exit(extra: Tuple[type, ...] = ()) -> Iterator[None]:
         yield
     except USER_ERRORS + tuple(extra) as err:
         raise SystemExit(f'error: {err}') from None
+
+
+@contextmanager
+def unknown_types_as_config_errors(config: str) -> Iterator[None]:
+    """Turn mmengine's ``KeyError`` for a type no registry has, raised while
+    the block builds from the config file ``config``, into an
+    :class:`UnknownTypeError` naming the type and the file; other
+    ``KeyError`` s are raised as they are."""
+    try:
+        yield
+    except KeyError as err:
+        message = unknown_type_message(err)
+        if message is None:
+            raise
+        raise UnknownTypeError(f'{message} ({config})') from None
 
 
 _NOT_IN_REGISTRY = re.compile(r'(\S+) is not in the (\S+) registry')

@@ -20,6 +20,7 @@ from typing import Dict, Mapping, Tuple
 import torch
 
 from ..registry import MODELS
+from .user_errors import CheckpointError
 
 PRETRAIN = 'pretrain'
 
@@ -87,7 +88,7 @@ def detect_task(state_dict: Mapping[str, torch.Tensor]) -> str:
             key.startswith('backbone.') for key in state_dict)):
         return PRETRAIN  # bare backbone keys, or only 'backbone.' ones
     sample = ', '.join(list(state_dict)[:5])
-    raise ValueError(
+    raise CheckpointError(
         f'Cannot tell the Sapiens2 task of a checkpoint with keys {sample}, ...; '
         f'pass the task explicitly (one of {official_tasks()}).')
 

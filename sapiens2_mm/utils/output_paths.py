@@ -11,17 +11,9 @@ import re
 import tempfile
 from typing import Iterable
 
+from .user_errors import NotAFolderError, NotWritableError, OutputPathError
 
-class OutputPathError(ValueError):
-    """An output path that cannot or must not be written."""
-
-
-class NotAFolderError(OutputPathError, NotADirectoryError):
-    """An output folder that exists as a file."""
-
-
-class NotWritableError(OutputPathError, PermissionError):
-    """An output folder where no file can be written."""
+__all__ = ['NotAFolderError', 'NotWritableError', 'OutputPathError']
 
 
 def same_file(a: str, b: str) -> bool:

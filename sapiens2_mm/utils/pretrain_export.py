@@ -15,6 +15,7 @@ from ..version import __version__
 from .atomic_file import atomic_open, atomic_output
 from .checkpoint_convert import _check_output, load_mmengine_file
 from .output_paths import OutputPathError, same_file
+from .user_errors import CheckpointError, OptionError
 
 SOURCES = {
     'teacher': 'teacher.module.backbone.',
@@ -40,7 +41,7 @@ def pretrain_backbone_state(state_dict: Mapping[str, torch.Tensor],
             a checkpoint without a teacher).
     """
     if which not in SOURCES:
-        raise ValueError(
+        raise OptionError(
             f'which must be one of {sorted(SOURCES)}, got {which!r}')
     prefix = SOURCES[which]
     state = {
@@ -49,12 +50,12 @@ def pretrain_backbone_state(state_dict: Mapping[str, torch.Tensor],
     }
     if not state:
         found = sorted({k.split('.', 1)[0] for k in state_dict})
-        raise ValueError(
+        raise CheckpointError(
             f'{source} has no {which} backbone (no "{prefix}*" keys; top-level '
             f'names: {found}). Export needs a Sapiens2Pretrainer checkpoint; '
             'use --which student for one without an EMA teacher.')
     if PERIODS_KEY not in state or 'cls_token' not in state:
-        raise ValueError(
+        raise CheckpointError(
             f'The {which} backbone in {source} lacks {PERIODS_KEY} or '
             'cls_token; it is not a Sapiens2 backbone.')
     return {key: value.detach().to(
@@ -84,7 +85,7 @@ def export_pretrain(src: str, dst: str, which: str = 'teacher',
             name one file; refused with or without ``overwrite``.
     """
     if not dst.endswith('.safetensors'):
-        raise ValueError(f'dst must end with .safetensors, got {dst!r}')
+        raise OutputPathError(f'dst must end with .safetensors, got {dst!r}')
     if pth and same_file(dst, pth):
         raise OutputPathError(
             f'The .safetensors output {dst!r} and --pth {pth!r} are one '

@@ -22,6 +22,8 @@ import os
 import os.path as osp
 from typing import Optional
 
+from .user_errors import CheckpointError
+
 METADATA = '.metadata'
 EXTRA_STATE = 'extra_state.pth'
 TENSOR_KEYS = ('state_dict', 'optimizer')
@@ -112,7 +114,7 @@ def read_sharded_checkpoint(path: str, with_optimizer: bool = False) -> dict:
     )
     problem = sharded_checkpoint_problem(path)
     if problem is not None:
-        raise ValueError(f'Could not read checkpoint {path!r}: {problem}.')
+        raise CheckpointError(f'Could not read checkpoint {path!r}: {problem}.')
     keys = set(TENSOR_KEYS) if with_optimizer else {'state_dict'}
     keys &= set(_top_level_keys(path))
     # torch's reader for one process (no process group), which

@@ -22,6 +22,7 @@ import time
 from typing import Optional
 
 from .lock_liveness import Heartbeat, holder_info, why_gone
+from .user_errors import UserError
 
 LOCK_NAME = '.train.lock'
 #: :class:`WorkDirLock` arguments of ``tools/infer.py``'s output folder lock.
@@ -33,7 +34,7 @@ INFERENCE_LOCK = dict(
     'is gone (e.g. it ran on another machine), delete {path}.')
 
 
-class WorkDirLockedError(RuntimeError):
+class WorkDirLockedError(UserError, RuntimeError):
     """Another training holds the work dir."""
 
 

@@ -31,14 +31,19 @@ import cv2
 import numpy as np
 
 from ..structures import DenseField, dense_field, dense_fields
+from .colors import (  # noqa: F401 - part of this module's interface
+    LEGEND_HEIGHT,
+    ROUNDINGS,
+    albedo_to_bgr,
+    normal_to_bgr,
+    to_uint8,
+)
+from .legends import normal_key, titled
 
 # The official pointmap demo clamps its depth bounds to this range (metres).
 DEPTH_CLAMP = (0.1, 250.0)
 # ... and takes them from the 1st / 99th percentiles of the valid depth.
 DEPTH_PERCENTILES = (1.0, 99.0)
-LEGEND_HEIGHT = 24
-#: How float colors in [0, 255] become 8-bit (see the module docstring).
-ROUNDINGS = ('truncate', 'round')
 #: What the background of a masked drawing shows.
 BACKGROUNDS = ('color', 'photo')
 
@@ -64,35 +69,6 @@ def mask_background(drawing: np.ndarray, foreground: Optional[np.ndarray],
     back = ~foreground
     out[back] = image[back] if background == 'photo' else color
     return out
-
-
-def to_uint8(levels: np.ndarray, rounding: str = 'truncate') -> np.ndarray:
-    """Float color levels -> uint8, clipped to [0, 255], by ``rounding``."""
-    if rounding == 'round':
-        levels = np.round(levels)
-    elif rounding != 'truncate':
-        raise ValueError(f'rounding must be one of {ROUNDINGS}, got '
-                         f'{rounding!r}.')
-    return np.clip(levels, 0, 255).astype(np.uint8)
-
-
-def normal_to_bgr(normal: np.ndarray, rounding: str = 'truncate'
-                  ) -> np.ndarray:
-    """(H, W, 3) unit normals -> (H, W, 3) uint8 BGR, ``(n + 1) / 2 * 255``.
-
-    Non-finite components are drawn as 0 (black).
-    """
-    rgb = (np.nan_to_num(normal, nan=-1.0, posinf=1.0, neginf=-1.0) + 1) / 2
-    rgb = to_uint8(rgb * 255, rounding)
-    return np.ascontiguousarray(rgb[..., ::-1])
-
-
-def albedo_to_bgr(albedo: np.ndarray, rounding: str = 'truncate'
-                  ) -> np.ndarray:
-    """(H, W, 3) RGB albedo in [0, 1] (clamped) -> (H, W, 3) uint8 BGR."""
-    rgb = np.clip(np.nan_to_num(albedo), 0.0, 1.0)
-    rgb = to_uint8(rgb * 255, rounding)
-    return np.ascontiguousarray(rgb[..., ::-1])
 
 
 def valid_depth(depth: np.ndarray) -> np.ndarray:
@@ -220,7 +196,6 @@ class NormalColoring(Coloring):
         return normal_to_bgr(value, rounding)
 
     def panel(self, drawing, bounds=None):
-        from .legends import normal_key
         return np.concatenate([drawing, normal_key(drawing.shape[1])], axis=0)
 
 
@@ -368,6 +343,5 @@ def draw_dense_prediction(image: np.ndarray, fields: dict,
         foreground, rounding)
     if gt is None:
         return side_by_side(image, pred)
-    from .legends import titled
     return side_by_side(titled(image, 'input'), titled(pred, 'prediction'),
                         titled(gt, 'ground truth'))

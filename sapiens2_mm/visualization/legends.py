@@ -11,7 +11,7 @@ from typing import Optional, Sequence
 import cv2
 import numpy as np
 
-from .dense_drawer import LEGEND_HEIGHT, normal_to_bgr
+from .colors import LEGEND_HEIGHT, normal_to_bgr
 
 FONT = cv2.FONT_HERSHEY_SIMPLEX
 WHITE, GREY, BLACK = (255, 255, 255), (110, 110, 110), (0, 0, 0)

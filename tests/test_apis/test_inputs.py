@@ -63,7 +63,7 @@ def test_names_mirror_folders_and_stems_stay_unique(tmp_path):
         ('cam1/a.png', 'cam1/a_png'), ('cam2/0001.jpg', 'cam2/0001')]
     (folder, reason), = reader.skipped
     assert folder.endswith('none') and '.jpg' in reason and '.mp4' in reason
-    reader.done = {'cam1/a.png'}
+    reader.leave_out({'cam1/a.png'})
     assert [f.name for f in reader] == ['cam1/0001.jpg', 'cam1/a.jpg',
                                         'cam2/0001.jpg']
     assert reader.num_done == 1

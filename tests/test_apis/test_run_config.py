@@ -2,7 +2,8 @@
 called from Python (no runner is built)."""
 import pytest
 
-from sapiens2_mm.apis import run_config
+from sapiens2_mm.apis import run_config, test_config, train_config
+from sapiens2_mm.utils.config_file import load_config
 from tests.test_tools.workflow_utils import WORKFLOW_CFG
 
 
@@ -16,12 +17,12 @@ def _hooks(cfg, kind):
 def test_prepare_train_config_applies_every_rewrite(tmp_path):
     source = tmp_path / 'finetune.pth'
     source.write_bytes(b'not read before the first iteration')
-    cfg = run_config.load_config(WORKFLOW_CFG)
+    cfg = load_config(WORKFLOW_CFG)
     cfg.default_hooks.checkpoint.type = 'CheckpointHook'
     cfg.load_from = str(source)
     notes = []
-    out = run_config.prepare_train_config(cfg, work_dir=str(tmp_path / 'w'),
-                                          notes=notes)
+    out = train_config.prepare_train_config(cfg, work_dir=str(tmp_path / 'w'),
+                                            notes=notes)
     assert out is cfg and cfg.launcher == 'none'
     assert (tmp_path / 'w').is_dir()
     assert cfg.load_from is None  # loaded, checked, by the hook instead
@@ -35,8 +36,8 @@ def test_prepare_train_config_applies_every_rewrite(tmp_path):
     assert any('AtomicCheckpointHook' in n for n in notes)
     # applied twice: still one load hook and one RNG hook
     cfg.load_from = str(source)
-    run_config.prepare_train_config(cfg, work_dir=str(tmp_path / 'w'),
-                                    load_partial=True)
+    train_config.prepare_train_config(cfg, work_dir=str(tmp_path / 'w'),
+                                      load_partial=True)
     (load, ) = _hooks(cfg, 'CheckedCheckpointLoadHook')
     assert load['allow_partial'] is True
     assert len(_hooks(cfg, 'RNGStateHook')) == 1
@@ -45,24 +46,24 @@ def test_prepare_train_config_applies_every_rewrite(tmp_path):
 def test_prepare_train_config_fsdp_loads_in_the_strategy(tmp_path):
     source = tmp_path / 'finetune.pth'
     source.write_bytes(b'x')
-    cfg = run_config.load_config(WORKFLOW_CFG)
+    cfg = load_config(WORKFLOW_CFG)
     cfg.strategy = dict(type='Sapiens2FSDPStrategy')
     cfg.load_from = str(source)
-    run_config.prepare_train_config(cfg, work_dir=str(tmp_path),
-                                    launcher='pytorch')
+    train_config.prepare_train_config(cfg, work_dir=str(tmp_path),
+                                      launcher='pytorch')
     assert cfg.strategy.load_before_wrap == dict(checkpoint=str(source),
                                                  allow_partial=False)
     assert not _hooks(cfg, 'CheckedCheckpointLoadHook')
     with pytest.raises(run_config.RunConfigError, match='distributed launch'):
-        run_config.prepare_train_config(cfg, work_dir=str(tmp_path))
+        train_config.prepare_train_config(cfg, work_dir=str(tmp_path))
 
 
 def test_prepare_test_config_applies_every_rewrite(tmp_path):
     ckpt = tmp_path / 'iter_1.pth'
     ckpt.write_bytes(b'x')
-    cfg = run_config.load_config(WORKFLOW_CFG)
+    cfg = load_config(WORKFLOW_CFG)
     cfg.load_from, cfg.resume = 'other.pth', True
-    images_dir = run_config.prepare_test_config(
+    images_dir = test_config.prepare_test_config(
         cfg, str(ckpt), work_dir=str(tmp_path / 'w'),
         out=str(tmp_path / 'preds.pkl'), compiled=True)
     assert images_dir is None
@@ -76,7 +77,7 @@ def test_prepare_test_config_applies_every_rewrite(tmp_path):
     assert speed == dict(type='sapiens2_mm.InferenceSpeedHook', compile=True,
                          dtype='fp32')
     with pytest.raises(run_config.RunConfigError, match='.pkl'):
-        run_config.prepare_test_config(cfg, str(ckpt), out='preds.json')
+        test_config.prepare_test_config(cfg, str(ckpt), out='preds.json')
 
 
 @pytest.mark.parametrize('config', [
@@ -98,7 +99,7 @@ def test_inserted_hooks_build_in_the_scope_of_a_stock_config(config,
     source = tmp_path / 'finetune.pth'
     source.write_bytes(b'x')
     cfg.load_from = str(source)
-    run_config.prepare_train_config(cfg, work_dir=str(tmp_path / 'w'))
+    train_config.prepare_train_config(cfg, work_dir=str(tmp_path / 'w'))
     inserted = [cfg.default_hooks.checkpoint] + [
         h for h in cfg.custom_hooks if 'sapiens2_mm' in str(h['type'])]
     assert {h['type'] for h in inserted} == {

@@ -6,6 +6,7 @@ tools/test.py --show-dir without any change to those files.
 import json
 import os
 import os.path as osp
+from dataclasses import dataclass
 
 import cv2
 import numpy as np
@@ -24,6 +25,7 @@ from sapiens2_mm.apis import (
     init_model,
     task_names,
 )
+from sapiens2_mm.apis.tasks.options import TaskOptions, option
 from sapiens2_mm.registry import HOOKS, TASKS
 from tests.conftest import COCO_DIR, DATA_DIR, REPO_DIR, load_tool
 from tests.test_apis.tiny_configs import tiny_config, tiny_model
@@ -126,9 +128,15 @@ class ToyShowHook(Hook):
                         np.full((4, 4, 3), 128, np.uint8))
 
 
+@dataclass(frozen=True)
+class ToyOptions(TaskOptions):
+    toy_scale: float = option(1.0, 'scale of the toy value')
+
+
 class ToyTask(BaseTask):
     summary = 'toy task of the registry test'
     inferencer = ToyInferencer
+    options_class = ToyOptions
 
     def matches(self, cfg):
         return bool(cfg.get('toy_model'))
@@ -136,16 +144,13 @@ class ToyTask(BaseTask):
     def dataset_meta(self, cfg):
         return {'classes': ('background', 'person')}
 
-    def add_cli_arguments(self, parser):
-        parser.add_argument('--toy-scale', type=float, default=1.0)
+    def inferencer_kwargs(self, options, device='cpu'):
+        return {'scale': options.toy_scale}
 
-    def inferencer_kwargs(self, toy_scale=1.0, **options):
-        return {'scale': toy_scale}
+    def open_writer(self, layout, model, options):
+        return ToyWriter(layout, model.dataset_meta, options)
 
-    def open_writer(self, layout, model, **options):
-        return ToyWriter(layout, model.dataset_meta, **options)
-
-    def visualize(self, frame, result, meta, **options):
+    def visualize(self, frame, result, meta, options):
         return cv2.rectangle(frame.image.copy(), (0, 0), (15, 15), (0, 0, 255),
                              -1)
 
@@ -251,9 +256,9 @@ def test_pose_show_dir_is_the_folder_asked_for(tmp_path):
 
 def test_task_options_are_keywords_with_their_cli_defaults():
     options = get_task('pose').options(kpt_thr=0.5)
-    assert options['kpt_thr'] == 0.5 and options['radius'] == 3
-    assert options['bboxes'] is None
-    assert get_task('pointmap').options()['ply_step'] == 'auto'
+    assert options.kpt_thr == 0.5 and options.radius == 3
+    assert options.bboxes is None
+    assert get_task('pointmap').options().ply_step == 'auto'
     with pytest.raises(ValueError, match=r"no option\(s\) \['kpt_thr'\].*"
                        r"no_legend"):
         get_task('seg').options(kpt_thr=0.5)

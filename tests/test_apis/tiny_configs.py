@@ -34,6 +34,6 @@ def tiny_model(task: str, checkpoint: Optional[str] = None, **kwargs):
 def coco_sample_boxes() -> dict:
     """File name -> ``[[x1, y1, x2, y2], ...]`` of every annotated person of
     tests/data/coco_sample (a ``BoxFile`` JSON)."""
-    from sapiens2_mm.apis.pose_inferencer import coco_person_boxes
+    from sapiens2_mm.apis.box_sources import coco_person_boxes
     with open(osp.join(COCO_DIR, 'test_coco.json')) as f:
         return coco_person_boxes(json.load(f))

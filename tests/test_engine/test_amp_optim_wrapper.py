@@ -11,8 +11,9 @@ import torch
 import torch.multiprocessing as mp
 from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
 
-from sapiens2_mm.apis import run_config
+from sapiens2_mm.apis import run_config, train_config
 from sapiens2_mm.engine.optimizers import Sapiens2AmpOptimWrapper
+from sapiens2_mm.utils.config_file import load_config
 
 from ..test_tools.workflow_utils import REPO_DIR, free_port
 
@@ -47,7 +48,7 @@ def test_the_scaler_follows_the_dtype_and_sharding():
 def _leaf(tmp_path, config, *bases, extra=''):
     leaf = tmp_path / 'leaf.py'
     leaf.write_text(f'_base_ = {[config, *bases]!r}\n{extra}')
-    return run_config.load_config(str(leaf))
+    return load_config(str(leaf))
 
 
 @pytest.mark.parametrize('amp_from', ['config', '--amp'])
@@ -56,16 +57,16 @@ def test_bf16_is_never_scaled_whoever_asks(tmp_path, monkeypatch, amp_from):
     the config, or --amp on a config without it, gives the same wrapper
     (before: the config's AmpOptimWrapper kept a plain GradScaler, --amp
     set use_fsdp and a fixed scale of 1)."""
-    monkeypatch.setattr(run_config, 'get_device', lambda: 'cuda')
+    monkeypatch.setattr(train_config, 'get_device', lambda: 'cuda')
     extra = ("optim_wrapper = dict(type='AmpOptimWrapper', dtype='bfloat16')"
              if amp_from == 'config' else
              "optim_wrapper = dict(type='OptimWrapper')")
     cfg = _leaf(tmp_path, TINY_SEG, osp.join(STRATEGIES, 'fsdp_bf16.py'),
                 extra=extra)
     notes = []
-    run_config.prepare_train_config(cfg, work_dir=str(tmp_path / 'w'),
-                                    launcher='pytorch',
-                                    amp=amp_from == '--amp', notes=notes)
+    train_config.prepare_train_config(cfg, work_dir=str(tmp_path / 'w'),
+                                      launcher='pytorch',
+                                      amp=amp_from == '--amp', notes=notes)
     wrapper = cfg.optim_wrapper
     assert wrapper.type == 'sapiens2_mm.Sapiens2AmpOptimWrapper'
     assert wrapper.dtype == 'bfloat16' and wrapper.use_fsdp
@@ -80,7 +81,7 @@ def test_fp16_gets_the_sharded_scaler_under_fsdp(tmp_path, strategy, scaler):
     cfg = _leaf(tmp_path, TINY_SEG, *bases, extra=(
         "optim_wrapper = dict(type='AmpOptimWrapper', dtype='float16')"))
     notes = []
-    run_config.prepare_train_config(
+    train_config.prepare_train_config(
         cfg, work_dir=str(tmp_path / 'w'),
         launcher='pytorch' if strategy else 'none', notes=notes)
     assert cfg.optim_wrapper.use_fsdp == bool(strategy)
@@ -89,20 +90,20 @@ def test_fp16_gets_the_sharded_scaler_under_fsdp(tmp_path, strategy, scaler):
 
 @pytest.mark.parametrize('how', ['fsdp_bf16.py', '--amp', 'config'])
 def test_pointmap_in_bf16_is_refused(tmp_path, monkeypatch, how):
-    monkeypatch.setattr(run_config, 'get_device', lambda: 'cuda')
+    monkeypatch.setattr(train_config, 'get_device', lambda: 'cuda')
     bases = [osp.join(STRATEGIES, how)] if how.endswith('.py') else []
     extra = ("optim_wrapper = dict(type='AmpOptimWrapper', dtype='bfloat16')"
              if how == 'config' else '')
     cfg = _leaf(tmp_path, TINY_POINTMAP, *bases, extra=extra)
     with pytest.raises(run_config.RunConfigError,
                        match='pointmap trains in fp32') as err:
-        run_config.prepare_train_config(
+        train_config.prepare_train_config(
             cfg, work_dir=str(tmp_path / 'w'), amp=how == '--amp',
             launcher='pytorch' if bases else 'none')
     assert 'fsdp_fp32.py' in str(err.value)
     ok = _leaf(tmp_path, TINY_POINTMAP, osp.join(STRATEGIES, 'fsdp_fp32.py'))
-    run_config.prepare_train_config(ok, work_dir=str(tmp_path / 'w'),
-                                    launcher='pytorch')
+    train_config.prepare_train_config(ok, work_dir=str(tmp_path / 'w'),
+                                      launcher='pytorch')
     assert ok.strategy.model_wrapper.mixed_precision is None
 
 

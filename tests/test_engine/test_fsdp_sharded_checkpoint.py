@@ -14,7 +14,7 @@ import shutil
 import pytest
 import torch
 
-from sapiens2_mm.apis import run_config
+from sapiens2_mm.apis import run_config, test_config, train_config
 from sapiens2_mm.utils.checkpoint import load_state_dict_checked
 from sapiens2_mm.utils.sharded_checkpoint import (
     METADATA,
@@ -245,13 +245,13 @@ def test_unreadable_sharded_checkpoints_are_refused(runs, tmp_path):
     for path in (broken, no_index):
         with pytest.raises(run_config.RunConfigError,
                            match='cannot be read as a sharded checkpoint'):
-            run_config.set_resume(cfg, path)
+            train_config.set_resume(cfg, path)
     # a work dir whose only checkpoints are unreadable: no fresh start
     os.makedirs(cfg.work_dir)
     shutil.move(broken, cfg.work_dir)
     with pytest.raises(run_config.RunConfigError,
                        match='no checkpoint of .* can be read'):
-        run_config.set_resume(cfg, 'auto')
+        train_config.set_resume(cfg, 'auto')
 
     good = osp.join(straight, 'iter_2.pth')
     plain = Config.fromfile(osp.join(TESTS_DIR, 'configs', 'workflow',
@@ -259,11 +259,11 @@ def test_unreadable_sharded_checkpoints_are_refused(runs, tmp_path):
     plain.work_dir = str(tmp_path / 'p')
     with pytest.raises(run_config.RunConfigError,
                        match='consolidate_sharded_checkpoint.py'):
-        run_config.set_resume(plain, good)
+        train_config.set_resume(plain, good)
     with pytest.raises(run_config.RunConfigError,
                        match='consolidate_sharded_checkpoint.py'):
-        run_config.set_checkpoint(cfg, good)
+        test_config.set_checkpoint(cfg, good)
     cfg.load_from = good
     with pytest.raises(run_config.RunConfigError,
                        match='consolidate_sharded_checkpoint.py'):
-        run_config.route_load_from(cfg)
+        train_config.route_load_from(cfg)

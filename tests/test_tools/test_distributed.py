@@ -15,7 +15,7 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from sapiens2_mm.apis import run_config
+from sapiens2_mm.apis import run_config, train_config
 from tests.conftest import load_tool
 
 from .workflow_utils import (
@@ -151,7 +151,7 @@ def test_plain_fsdp_strategy_and_local_state_dict_refused():
                               launcher='pytorch'))
     with pytest.raises(run_config.RunConfigError,
                        match="use 'Sapiens2FSDPStrategy'"):
-        run_config.check_strategy(leaf)
+        train_config.check_strategy(leaf)
     cfg = Config.fromfile(osp.join(STRATEGY_DIR, 'fsdp_bf16.py'))
     local = dict(cfg.strategy.to_dict(), state_dict_cfg='local')
     with pytest.raises(ValueError, match="state_dict_cfg='local'.*'full'"):
@@ -171,4 +171,4 @@ def test_deepspeed_snippet_refused_clearly_without_deepspeed():
     else:
         match = 'DeepSpeedOptimWrapper'
     with pytest.raises(run_config.RunConfigError, match=match):
-        run_config.check_strategy(leaf)
+        train_config.check_strategy(leaf)

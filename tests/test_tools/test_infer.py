@@ -124,7 +124,8 @@ def test_bad_arguments(tmp_path, inputs):
     with pytest.raises(FileNotFoundError, match='does not exist'):
         infer.main(['seg', tiny_config('seg'), '--input',
                     str(tmp_path / 'nothing'), '--output', str(tmp_path / 'o')])
-    with pytest.raises(ValueError, match='--workers must be >= 1, got 0'):
+    with pytest.raises(ValueError, match=r'workers \(--workers\) must be '
+                       r'an integer >= 1, got 0'):
         infer.main(['seg', tiny_config('seg'), '--input', str(inputs),
                     '--output', str(tmp_path / 'w'), '--workers', '0'])
     assert not (tmp_path / 'w').exists()  # refused before any output
@@ -304,8 +305,9 @@ def test_non_finite_keypoints_are_not_drawn_and_written_as_null():
     kpts[0, 2] = -np.inf
     result = PoseResult('a.jpg', (40, 30), np.array([[0, 0, 1e12, np.nan]]),
                         np.ones(1), kpts, np.ones((1, 17), np.float32))
-    vis = get_task('pose').visualize(Frame('a.jpg', image), result, meta,
-                                     kpt_thr=0.3, radius=2, thickness=1)
+    pose = get_task('pose')
+    vis = pose.visualize(Frame('a.jpg', image), result, meta,
+                         pose.options(kpt_thr=0.3, radius=2, thickness=1))
     assert vis.shape == image.shape and vis.any()
     entry = json.loads(json.dumps(result.to_dict(), allow_nan=False))
     assert entry['instances'][0]['keypoints'][0] == [None, None]
@@ -428,10 +430,10 @@ def _seg_run_drawing_fails_on(tmp_path, monkeypatch, photos, bad, error):
         _photo(folder / f'{i}.jpg', i)
     draw = SegTask.visualize
 
-    def broken(self, frame, result, meta, **options):
+    def broken(self, frame, result, meta, options):
         if frame.name == bad:
             raise error
-        return draw(self, frame, result, meta, **options)
+        return draw(self, frame, result, meta, options)
 
     monkeypatch.setattr(SegTask, 'visualize', broken)
     out = tmp_path / 'out'

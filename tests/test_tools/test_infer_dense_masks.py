@@ -287,7 +287,7 @@ def test_palette_and_red_masks_are_read_by_index_and_any_channel(
     all background, every .ply empty, no word of it."""
     from PIL import Image
 
-    from sapiens2_mm.apis.dense_inferencer import read_mask_file
+    from sapiens2_mm.apis.mask_sources import read_mask_file
     inputs, _ = photos
     seg = tmp_path / 'seg'
     seg.mkdir()

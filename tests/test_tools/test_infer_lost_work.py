@@ -133,7 +133,7 @@ def test_arrays_of_two_calls_never_share_a_name(tmp_path):
 def test_coco_annotation_without_a_bbox_is_named(tmp_path, bad):
     """An annotation without "bbox" or with "bbox": null gave a raw
     KeyError / TypeError; now a one-line error naming the annotation."""
-    from sapiens2_mm.apis.pose_inferencer import BoxFile
+    from sapiens2_mm.apis.box_sources import BoxFile
     ann = dict(id=7, image_id=1, category_id=1, iscrowd=0, **bad)
     coco = dict(images=[dict(id=1, file_name='a.jpg', width=64, height=48)],
                 categories=[dict(id=1, name='person')],
@@ -156,7 +156,7 @@ def test_coco_boxes_are_clipped_as_mmpose_clips_them():
     import numpy as np
     from mmpose.datasets import CocoDataset
 
-    from sapiens2_mm.apis.pose_inferencer import BoxFile
+    from sapiens2_mm.apis.box_sources import BoxFile
     ann_file = osp.join(COCO_DIR, 'test_coco.json')
     dataset = CocoDataset(ann_file=ann_file, data_root='',
                           data_prefix=dict(img=COCO_DIR + '/'), test_mode=True,

@@ -14,7 +14,7 @@ import shutil
 import pytest
 import torch
 
-from sapiens2_mm.apis import run_config
+from sapiens2_mm.apis import run_config, train_config
 
 from .workflow_utils import TRAIN, WORKFLOW_CFG, make_data, run_tool, scalars
 
@@ -108,14 +108,14 @@ def test_resume_auto_with_only_unreadable_checkpoints_stops(tmp_path):
     (tmp_path / 'iter_6.pth').mkdir()  # per-rank shard folder ('local')
     cfg = _seg_cfg(tmp_path)
     with pytest.raises(run_config.RunConfigError) as err:
-        run_config.set_resume(cfg, 'auto', [])
+        train_config.set_resume(cfg, 'auto', [])
     message = str(err.value)
     for name in ('iter_2.pth', 'iter_4.pth', 'iter_6.pth'):
         assert name in message
     assert 'start over' in message
     assert not cfg.get('resume')
     with pytest.raises(run_config.RunConfigError, match='is a folder'):
-        run_config.set_resume(cfg, str(tmp_path / 'iter_6.pth'), [])
+        train_config.set_resume(cfg, str(tmp_path / 'iter_6.pth'), [])
 
 
 def test_resume_checkpoint_of_another_task_named(tmp_path):
@@ -133,8 +133,8 @@ def test_resume_checkpoint_of_another_task_named(tmp_path):
     cfg = _seg_cfg(tmp_path / 'work')
     with pytest.raises(run_config.RunConfigError,
                        match='checkpoint of task pose, config of task seg'):
-        run_config.set_resume(cfg, str(ckpt), [])
+        train_config.set_resume(cfg, str(ckpt), [])
     (tmp_path / 'work').mkdir()
     shutil.copy(ckpt, tmp_path / 'work' / 'iter_4.pth')
     with pytest.raises(run_config.RunConfigError, match='task pose.*task seg'):
-        run_config.set_resume(cfg, 'auto', [])
+        train_config.set_resume(cfg, 'auto', [])

@@ -12,7 +12,7 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from sapiens2_mm.apis import run_config
+from sapiens2_mm.apis import run_config, test_config
 from tests.conftest import DATA_DIR, load_tool
 from tests.test_apis.tiny_configs import tiny_config
 
@@ -100,7 +100,7 @@ def test_dataset_input_folders_reads_wrappers():
              ann_file='ann/x.json'),
         dict(type='RepeatDataset', dataset=dict(
             data_root='', data_prefix=dict(img='/abs/img')))])
-    assert run_config.dataset_input_folders(dataset) == [
+    assert test_config.dataset_input_folders(dataset) == [
         '/d/a', '/d/a/rgb', '/d/a/ann', '/abs/img']
 
 

@@ -10,7 +10,8 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from sapiens2_mm.apis import run_config
+from sapiens2_mm.apis import run_config, train_config
+from sapiens2_mm.utils.user_errors import ConfigNotFoundError
 from tests.conftest import load_tool, subprocess_budget
 
 from .workflow_utils import REPO_DIR, TEST, TRAIN, WORKFLOW_CFG, make_data, run_tool
@@ -132,7 +133,7 @@ def test_checkpoint_of_other_size_lists_mismatching_keys(trained, tmp_path):
 
 
 def test_missing_config_and_checkpoint(tmp_path):
-    with pytest.raises(run_config.RunConfigError, match='Config file not found'):
+    with pytest.raises(ConfigNotFoundError, match='Config file not found'):
         train_tool.build_cfg(train_tool.parse_args(['nope/cfg.py']))
     args = test_tool.parse_args([WORKFLOW_CFG, str(tmp_path / 'none.pth'),
                                  '--work-dir', str(tmp_path)])
@@ -204,9 +205,9 @@ def test_amp_sets_bf16_wrapper_or_refuses_on_cpu(tmp_path, monkeypatch):
     cfg = Config.fromfile(WORKFLOW_CFG)
     if not torch.cuda.is_available():
         with pytest.raises(run_config.RunConfigError, match='accelerator'):
-            run_config.enable_amp(cfg)
-        monkeypatch.setattr(run_config, 'get_device', lambda: 'cuda')
-    run_config.enable_amp(cfg)
+            train_config.enable_amp(cfg)
+        monkeypatch.setattr(train_config, 'get_device', lambda: 'cuda')
+    train_config.enable_amp(cfg)
     assert cfg.optim_wrapper.type == 'AmpOptimWrapper'
     assert cfg.optim_wrapper.dtype == 'bfloat16'
     assert cfg.optim_wrapper.optimizer.lr == 1e-2
@@ -443,20 +444,21 @@ def test_sample_job_tests_the_checkpoint_training_wrote():
 
 
 def test_tools_import_the_package_never_a_script():
-    """The run policy is in sapiens2_mm.apis.run_config; test.py does not
-    reach into train.py (nor any script) through sys.path."""
+    """The run policy is in sapiens2_mm.apis.train_config / test_config;
+    test.py does not reach into train.py (nor any script) through
+    sys.path."""
     for name in ('train', 'test'):
         with open(osp.join(REPO_DIR, 'tools', f'{name}.py')) as f:
             source = f.read()
         assert 'sys.path' not in source and 'import train' not in source
-        assert 'sapiens2_mm.apis.run_config' in source
+        assert f'sapiens2_mm.apis.{name}_config' in source
 
 
 def test_plain_checkpoint_hook_is_made_atomic():
     cfg = Config.fromfile(WORKFLOW_CFG)
     cfg.default_hooks.checkpoint.type = 'CheckpointHook'
     notes = []
-    run_config.use_atomic_checkpoints(cfg, notes)
+    train_config.use_atomic_checkpoints(cfg, notes)
     assert cfg.default_hooks.checkpoint.type == \
         'sapiens2_mm.AtomicCheckpointHook'
     assert cfg.default_hooks.checkpoint.max_keep_ckpts == 3  # arguments kept

@@ -7,7 +7,7 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from sapiens2_mm.apis import run_config
+from sapiens2_mm.apis import run_config, train_config
 from sapiens2_mm.utils.work_dir import (
     checkpoint_problem,
     find_resume_checkpoint,
@@ -45,7 +45,7 @@ def test_truncated_newest_falls_back_to_previous(three_checkpoints, tmp_path):
     cfg = Config.fromfile(WORKFLOW_CFG)
     cfg.work_dir = work
     notes = []
-    run_config.set_resume(cfg, 'auto', notes)
+    train_config.set_resume(cfg, 'auto', notes)
     assert cfg.resume is True and cfg.load_from == found
     assert any('skipped' in n and 'iter_3.pth' in n for n in notes), notes
     assert any('falling back' in n and 'iter_2.pth' in n for n in notes)
@@ -65,7 +65,7 @@ def test_explicit_truncated_resume_path_refused(three_checkpoints, tmp_path):
     cfg = Config.fromfile(WORKFLOW_CFG)
     cfg.work_dir = str(tmp_path)
     with pytest.raises(run_config.RunConfigError, match='cannot be read'):
-        run_config.set_resume(cfg, bad)
+        train_config.set_resume(cfg, bad)
 
 
 def test_moved_work_dir_resumes_from_itself(three_checkpoints, tmp_path):

@@ -37,9 +37,9 @@ sys.path.insert(0, osp.dirname(osp.abspath(__file__)))
 from benchmark_inference import _override  # noqa: E402
 
 from sapiens2_mm.apis import BoxFile, FrameReader, init_model  # noqa: E402
-from sapiens2_mm.apis.pose_inferencer import coco_person_boxes  # noqa: E402
+from sapiens2_mm.apis.box_sources import coco_person_boxes  # noqa: E402
+from sapiens2_mm.apis.frame_pipeline import ordered_map, render_frames  # noqa: E402
 from sapiens2_mm.apis.results import PoseResult, SegResult  # noqa: E402
-from sapiens2_mm.apis.runner import ordered_map, render_frames  # noqa: E402
 from sapiens2_mm.apis.tasks import get_task  # noqa: E402
 
 TINY_ARCH = ('{"embed_dims": 64, "num_layers": 2, "num_heads": 2, '
@@ -135,14 +135,14 @@ def draw_stage(task, model, pairs, workers: int) -> int:
     options = task.options()
 
     def draw(frame, result):
-        return task.visualize(frame, result, model.dataset_meta, **options)
+        return task.visualize(frame, result, model.dataset_meta, options)
 
     return sum(len(r.encoded) for r in render_frames(pairs, draw, workers))
 
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
-    from sapiens2_mm.apis.init_model import load_config
+    from sapiens2_mm.utils.config_file import load_config
     cfg = load_config(args.config)
     _override(cfg, TINY_ARCH, None)
     model = init_model(cfg)

@@ -11,7 +11,7 @@ photos, repeated ``--repeat`` times):
 * model-only: the network (``forward`` stage: preprocessing on tensors,
   backbone, head, flip test) on the prepared items, batched as the pipeline
   batches them (``--batch-size`` items: pose person crops, seg images);
-* pipeline: the overlapped :class:`~sapiens2_mm.apis.runner.Runner`
+* pipeline: the overlapped :class:`~sapiens2_mm.apis.frame_pipeline.FramePipeline`
   (decoding, crops, heatmap decoding overlapped with the network on
   ``--workers`` threads; crops batched across images), then drawing and
   encoding on as many threads and writing in order, as tools/infer.py;
@@ -49,11 +49,11 @@ from torch.utils.flop_counter import FlopCounterMode
 sys.path.insert(0, osp.join(osp.dirname(osp.abspath(__file__)), '..', '..'))
 
 from sapiens2_mm.apis import BoxFile, FrameReader, init_model  # noqa: E402
-from sapiens2_mm.apis.inputs import Frame  # noqa: E402
-from sapiens2_mm.apis.runner import (  # noqa: E402
+from sapiens2_mm.apis.frame_pipeline import (  # noqa: E402
     default_workers,
     render_frames,
 )
+from sapiens2_mm.apis.inputs import Frame  # noqa: E402
 from sapiens2_mm.apis.tasks import get_task  # noqa: E402
 from sapiens2_mm.apis.writers import OutputLayout, write_image  # noqa: E402
 from sapiens2_mm.runtime.compilation import (  # noqa: E402
@@ -207,7 +207,7 @@ class Bench:
     """The model of one config and the prepared items of the inputs."""
 
     def __init__(self, args) -> None:
-        from sapiens2_mm.apis.init_model import load_config
+        from sapiens2_mm.utils.config_file import load_config
         cfg = load_config(args.config)
         _override(cfg, args.arch, args.input_size)
         self.args = args
@@ -282,7 +282,7 @@ class Bench:
         reader = FrameReader(self.args.input)
         layout = OutputLayout(out_dir, reader)
         return layout, self.task.open_writer(layout, self.model,
-                                             **self.task_options)
+                                             self.task_options)
 
     @staticmethod
     def _renamed(frame, index: int) -> Frame:
@@ -292,10 +292,10 @@ class Bench:
 
     def _draw(self, frame, result):
         return self.task.visualize(frame, result, self.model.dataset_meta,
-                                   **self.task_options)
+                                   self.task_options)
 
     def pipeline(self, out_dir: str) -> list:
-        """As tools/infer.py: the runner, then drawing + encoding on the
+        """As tools/infer.py: the frame pipeline, then drawing + encoding on the
         same workers, files written in order."""
         layout, writer = self._writer(out_dir)
         workers = self.args.workers or default_workers()

@@ -71,7 +71,7 @@ def evaluate(reference, cfg, checkpoint: str, work_dir: str, name: str
              ) -> dict:
     """The model's metrics on the reference test set, as tools/test.py."""
     from sapiens2_mm.apis.model_compare import evaluation_config
-    from sapiens2_mm.apis.run_config import prepare_test_config
+    from sapiens2_mm.apis.test_config import prepare_test_config
     from sapiens2_mm.engine.runners import build_runner
     cfg = evaluation_config(reference, cfg)
     prepare_test_config(cfg, checkpoint, work_dir=work_dir)
@@ -122,8 +122,9 @@ def main(argv: Optional[List[str]] = None) -> dict:
         table_rows,
         time_models,
     )
-    from sapiens2_mm.apis.run_config import RunConfigError, load_config
+    from sapiens2_mm.apis.run_config import RunConfigError
     from sapiens2_mm.utils import register_all_modules
+    from sapiens2_mm.utils.config_file import load_config
     from sapiens2_mm.utils.output_paths import (
         OutputPathError,
         check_output_file,

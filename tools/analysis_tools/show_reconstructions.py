@@ -99,9 +99,10 @@ def load_pretrainer(config: str, checkpoint: str, device: str):
     from sapiens2_mm.registry import MODELS
     from sapiens2_mm.utils import read_checkpoint
     from sapiens2_mm.utils.checkpoint import check_state_dict
+    from sapiens2_mm.utils.user_errors import CheckpointError, ConfigError
     cfg = Config.fromfile(config)
     if str(cfg.model.get('type', '')).split('.')[-1] != 'Sapiens2Pretrainer':
-        raise ValueError(
+        raise ConfigError(
             f'{config} builds a {cfg.model.get("type")}, not a '
             'Sapiens2Pretrainer; give the pretraining config the checkpoint '
             'was trained with (configs/pretrain/).')
@@ -109,14 +110,14 @@ def load_pretrainer(config: str, checkpoint: str, device: str):
     model = MODELS.build(cfg.model)
     state = read_checkpoint(checkpoint)
     if not any(k.startswith('neck.') for k in state):
-        raise ValueError(
+        raise CheckpointError(
             f'{checkpoint} holds no pixel decoder (neck.*): reconstructions '
             'need the training checkpoint of the pretraining run '
             '(work_dirs/<run>/iter_N.pth), not an exported backbone.')
     report = check_state_dict(model, state)
     if report:
         first = report.strip().splitlines()[0].split(':', 1)[0]
-        raise ValueError(
+        raise CheckpointError(
             f'{checkpoint} does not fit the model of {config} ({first} ...); '
             'give the config it was trained with.')
     model.load_state_dict(state)

@@ -12,13 +12,15 @@ from .base import (
     task_names,
     visualization_hooks,
 )
-from .dense import AlbedoTask, DenseTask, NormalTask
+from .dense import AlbedoTask, DenseOptions, DenseTask, NormalTask
+from .options import TaskOptions, option
 from .pointmap import PointmapTask
-from .pose import PoseTask
-from .seg import SegTask
+from .pose import PoseOptions, PoseTask
+from .seg import SegOptions, SegTask
 
 __all__ = [
     'BaseTask', 'find_task', 'get_task', 'task_names',
     'visualization_hooks', 'PoseTask', 'SegTask', 'DenseTask', 'NormalTask',
-    'PointmapTask', 'AlbedoTask'
+    'PointmapTask', 'AlbedoTask', 'TaskOptions', 'option', 'PoseOptions',
+    'SegOptions', 'DenseOptions'
 ]

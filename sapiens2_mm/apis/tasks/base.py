@@ -15,12 +15,14 @@ A new task is one subclass registered with
 """
 import argparse
 from abc import ABCMeta, abstractmethod
-from typing import List, Optional, Type
+from typing import Callable, List, Optional, Type
 
 import numpy as np
 from mmengine.config import Config
 
 from ...registry import TASKS
+from ...utils.user_errors import ConfigError, OptionError
+from .options import TaskOptions
 
 
 class BaseTask(metaclass=ABCMeta):
@@ -53,60 +55,68 @@ class BaseTask(metaclass=ABCMeta):
         (default: nothing to adjust)."""
         return None
 
-    def default_inference_pipeline(self, cfg: Config) -> List[dict]:
-        """Test steps for a config without test_dataloader / test_pipeline."""
-        raise ValueError(
-            f'The {self.name!r} config has no test_dataloader.dataset.pipeline '
-            'or test_pipeline; inference needs it to resize/crop inputs like '
-            'the test set.')
-
-    # -- inference -----------------------------------------------------------
-    def add_cli_arguments(self, parser: argparse.ArgumentParser) -> None:
-        """Add the task's own ``tools/infer.py`` options (default: none)."""
+    def default_inference_pipeline(self, cfg: Config) -> Optional[List[dict]]:
+        """Test steps for a config without test_dataloader / test_pipeline
+        (:func:`~sapiens2_mm.apis.init_model` records them as the model
+        config's ``test_pipeline``), or None: the task has none."""
         return None
 
-    def options(self, **given) -> dict:
-        """The task's own options (those of :meth:`add_cli_arguments`, by
-        their ``dest`` names) with their defaults, updated with ``given``.
+    # -- inference -----------------------------------------------------------
+    #: The task's own options (name, type, default, help), declared once:
+    #: ``tools/infer.py TASK`` flags, :func:`run_inference` keywords and the
+    #: defaults all come from it (:mod:`.options`).
+    options_class: Type[TaskOptions] = TaskOptions
+
+    def add_cli_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """Add the task's ``tools/infer.py`` options (:attr:`options_class`)."""
+        self.options_class.add_arguments(parser)
+
+    def options(self, **given) -> TaskOptions:
+        """The task's options with their defaults, updated with ``given``
+        (by name), checked.
 
         Raises:
-            ValueError: a name that is not one of the task's options.
+            ValueError: a name that is not one of the task's options, or a
+                value that is not allowed.
         """
-        parser = argparse.ArgumentParser(add_help=False)
-        self.add_cli_arguments(parser)
-        options = vars(parser.parse_args([]))
-        unknown = sorted(set(given) - set(options))
-        if unknown:
-            raise ValueError(
-                f'Task {self.name!r} has no option(s) {unknown}; its options '
-                f'are {sorted(options)}.')
-        options.update(given)
-        return options
+        return self.options_class.from_keywords(self.name, **given)
 
-    # The methods below take the task's options (:meth:`options`) as keyword
-    # arguments; each uses its own and ignores the others.
-    def inferencer_kwargs(self, device: str = 'cpu', **options) -> dict:
-        """Extra inferencer arguments from the task's options.
+    # The methods below take the task's options (:meth:`options`).
+    def inferencer_kwargs(self, options: TaskOptions,
+                          device: str = 'cpu') -> dict:
+        """Extra inferencer arguments from the task's options (e.g. the
+        person box source of pose).
 
         Raises:
-            ValueError: contradicting or incomplete options (named).
+            ValueError / FileNotFoundError: a source that cannot be read.
         """
         return {}
 
-    def index_options(self, **options) -> dict:
+    def index_options(self, options: TaskOptions) -> dict:
         """Task options recorded in the run index header: a re-run into the
         same output folder with other values is refused (default: none;
         only non-default values, so earlier indexes stay valid)."""
         return {}
 
-    def build_inferencer(self, model, **kwargs):
-        """The task's inferencer around ``model``."""
+    def build_inferencer(self, model, load_model: Optional[Callable] = None,
+                         **kwargs):
+        """The task's inferencer around ``model``.
+
+        Args:
+            model: a model of this task (:func:`~sapiens2_mm.apis.
+                init_model`).
+            load_model: ``init_model``, for a task whose inferencer runs a
+                second model given as a config and checkpoint (dense
+                ``fg_seg``); the callers above the tasks pass it, so the
+                tasks import no model loading.
+            **kwargs: the inferencer's arguments.
+        """
         if self.inferencer is None:
             raise ValueError(f'Task {self.name!r} registers no inferencer.')
         return self.inferencer(model, **kwargs)
 
     @abstractmethod
-    def open_writer(self, layout, model, **options):
+    def open_writer(self, layout, model, options: TaskOptions):
         """A :class:`~sapiens2_mm.apis.writers.TaskWriter` for one run."""
 
     def run_report(self, inferencer) -> List[str]:
@@ -114,7 +124,7 @@ class BaseTask(metaclass=ABCMeta):
         return []
 
     def visualize(self, frame, result, meta: dict,
-                  **options) -> Optional[np.ndarray]:
+                  options: TaskOptions) -> Optional[np.ndarray]:
         """(H', W', 3) uint8 BGR drawing of ``result`` on ``frame``, or None."""
         return None
 
@@ -125,7 +135,7 @@ class BaseTask(metaclass=ABCMeta):
         Returns:
             The folder the images will actually be written to.
         """
-        raise ValueError(
+        raise ConfigError(
             f'Task {self.name!r} has no visualization hook for --show-dir.')
 
 
@@ -144,7 +154,7 @@ def get_task(name: str) -> BaseTask:
     TASKS.import_from_location()
     cls = TASKS.module_dict.get(name)
     if cls is None:
-        raise ValueError(
+        raise OptionError(
             f'Unknown task {name!r}; registered tasks: {task_names()}. A new '
             'task registers a BaseTask subclass (docs/inference.md).')
     task = cls()
@@ -163,19 +173,19 @@ def find_task(cfg: Config) -> BaseTask:
     """
     model = cfg.get('model')
     if model is None:
-        raise ValueError('The config has no `model` entry; pass a task config '
+        raise ConfigError('The config has no `model` entry; pass a task config '
                          'from configs/.')
     if cfg.get('task'):
         return get_task(cfg.task)
     found = [t for t in map(get_task, task_names()) if t.matches(cfg)]
     head = model.get('decode_head') or model.get('head') or {}
     if not found:
-        raise ValueError(
+        raise ConfigError(
             f'No registered task runs model type {model.get("type")!r} with '
             f'head {head.get("type")!r}; registered tasks: {task_names()}. '
             "Set task='<name>' in the config or register a task.")
     if len(found) > 1:
-        raise ValueError(
+        raise ConfigError(
             f'Several tasks accept this config ({[t.name for t in found]}); '
             "set task='<name>' in the config.")
     return found[0]

@@ -11,10 +11,10 @@ and cameras file (``pointmap.py``). Official dense checkpoints keep their
 ``decode_head.`` prefix: the estimator calls its head ``decode_head`` too, so
 no key is renamed.
 """
-import argparse
 import os.path as osp
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import Dict, List, Optional, Sequence, Tuple, Type
+from typing import Callable, List, Optional, Sequence, Type
 
 import numpy as np
 from mmengine.config import Config
@@ -22,9 +22,12 @@ from mmengine.config import Config
 from ...registry import TASKS
 from ...structures import DenseOutputs, dense_outputs
 from ...utils.setup_env import qualified_type
-from ..dense_inferencer import DenseInferencer, check_foreground_options
+from ...utils.user_errors import OptionError
+from ..dense_inferencer import DenseInferencer
+from ..mask_sources import check_foreground_options
 from ..writers import TaskWriter, save_array, write_image
 from .base import BaseTask, visualization_hooks
+from .options import TaskOptions, option
 
 DENSE_MODEL_TYPES = ('DenseEstimator', )
 DENSE_SHOW_HOOK = 'DenseVisualizationHook'
@@ -42,19 +45,55 @@ def dense_inferencer(task: str) -> Type[DenseInferencer]:
         __doc__=f'The {task} maps per frame (:class:`DenseInferencer`).'))
 
 
+FOREGROUND = 'foreground masks (drawings and point clouds; arrays unmasked)'
+
+
+@dataclass(frozen=True)
+class DenseOptions(TaskOptions):
+    """Options of every dense task: foreground masks, background, array
+    precision and color rounding (docs/inference.md); a task adds its head's
+    post-processing options (``head=True``, the first choice the official
+    demos' order)."""
+    seg_dir: Optional[str] = option(
+        None, 'folder of masks, per photo <stem>.npy (boolean), '
+        '<stem>_seg.npy (seg class labels, 0 = background), or an image '
+        '(the photo\'s file name, <stem>.png, <stem>_fg.png; palette '
+        'index > 0, else any color channel > 0); a photo without one '
+        'uses the whole frame', metavar='DIR', group=FOREGROUND)
+    fg_seg: Optional[Sequence[str]] = option(
+        None, 'take the foreground from this seg model in the same pass '
+        '(labels > 0), written as <stem>_fg.png', nargs=2,
+        metavar=('SEG_CONFIG', 'SEG_CHECKPOINT'), group=FOREGROUND)
+    background: str = option(
+        'color', 'what the drawings show outside the foreground: the '
+        'official flat color (default) or the photo',
+        choices=('color', 'photo'), group=FOREGROUND)
+    array_dtype: str = option(
+        'float32', 'precision of the saved .npy arrays (float16: half the '
+        'size, about 3 significant digits)', choices=ARRAY_DTYPES)
+    vis_rounding: str = option(
+        'truncate', '8-bit colors of the drawings: truncate (official) or '
+        'round to the nearest level', choices=('truncate', 'round'))
+
+    def check(self) -> None:
+        """Each option's values, and at most one mask source (``seg_dir`` a
+        folder)."""
+        super().check()
+        check_foreground_options(self.seg_dir, self.fg_seg)
+
+
 class DenseTask(BaseTask):
     """A dense task on :class:`~sapiens2_mm.models.estimators.DenseEstimator`.
 
     Class attributes (besides :class:`BaseTask`'s):
         head_types: ``decode_head.type`` values that make a config this task.
-        postprocess_flags: the task's post-processing CLI options:
-            ``--flag`` -> (head option, allowed values, help); the first
-            value is the official demos' order (the default).
+        options_class: :class:`DenseOptions` or a subclass adding the head's
+            post-processing options.
         writer: a :class:`DenseWriter` subclass for outputs beyond the
             declared maps (default :class:`DenseWriter`).
     """
     head_types: Sequence[str] = ()
-    postprocess_flags: Dict[str, Tuple[str, Sequence[str], str]] = {}
+    options_class: Type[DenseOptions] = DenseOptions
     writer: Optional[type] = None
 
     @property
@@ -66,75 +105,49 @@ class DenseTask(BaseTask):
     def inferencer(self) -> Type[DenseInferencer]:
         return dense_inferencer(self.name)
 
-    def open_writer(self, layout, model, **options) -> 'DenseWriter':
+    def open_writer(self, layout, model,
+                    options: DenseOptions) -> 'DenseWriter':
         writer = self.writer or DenseWriter
-        return writer(layout, model.dataset_meta, self.outputs, **options)
+        return writer(layout, model.dataset_meta, options, self.outputs)
+
+    def build_inferencer(self, model, load_model: Optional[Callable] = None,
+                         **kwargs) -> DenseInferencer:
+        """:meth:`BaseTask.build_inferencer`; a ``fg_seg`` given as a
+        ``(config, checkpoint)`` pair is loaded with ``load_model`` on the
+        model's device first (the seg model whose masks the dense inferencer
+        computes in its own steps)."""
+        fg_seg = kwargs.get('fg_seg')
+        if isinstance(fg_seg, (tuple, list)) and kwargs.get('seg_dir') is None:
+            if load_model is None:
+                raise OptionError(
+                    'fg_seg as a (config, checkpoint) pair needs load_model '
+                    '(build_inferencer and run_inference pass init_model).')
+            device = str(next(model.parameters()).device)
+            kwargs['fg_seg'] = load_model(*fg_seg, device=device)
+        return super().build_inferencer(model, **kwargs)
 
     # -- tools/infer.py options ---------------------------------------------
-    def add_cli_arguments(self, parser: argparse.ArgumentParser) -> None:
-        """Foreground masks, background, array precision and the task's
-        post-processing order (docs/inference.md)."""
-        group = parser.add_argument_group('foreground masks (drawings and '
-                                          'point clouds; arrays unmasked)')
-        group.add_argument(
-            '--seg-dir', default=None, metavar='DIR',
-            help='folder of masks, per photo <stem>.npy (boolean), '
-            '<stem>_seg.npy (seg class labels, 0 = background), or an image '
-            '(the photo\'s file name, <stem>.png, <stem>_fg.png; palette '
-            'index > 0, else any color channel > 0); a photo without one '
-            'uses the whole frame')
-        group.add_argument(
-            '--fg-seg', nargs=2, default=None,
-            metavar=('SEG_CONFIG', 'SEG_CHECKPOINT'),
-            help='take the foreground from this seg model in the same pass '
-            '(labels > 0), written as <stem>_fg.png')
-        group.add_argument(
-            '--background', choices=('color', 'photo'), default='color',
-            help='what the drawings show outside the foreground: the '
-            'official flat color (default) or the photo')
-        parser.add_argument(
-            '--array-dtype', choices=ARRAY_DTYPES, default='float32',
-            help='precision of the saved .npy arrays (float16: half the '
-            'size, about 3 significant digits)')
-        parser.add_argument(
-            '--vis-rounding', choices=('truncate', 'round'),
-            default='truncate',
-            help='8-bit colors of the drawings: truncate (official) or '
-            'round to the nearest level')
-        for flag, (option, choices, text) in self.postprocess_flags.items():
-            parser.add_argument(flag, dest=option, choices=choices,
-                                default=choices[0], help=text)
+    def inferencer_kwargs(self, options: DenseOptions,
+                          device: str = 'cpu') -> dict:
+        """The head's post-processing options and the mask source."""
+        post = {name: getattr(options, name)
+                for name in options.head_options()}
+        return dict(postprocess=post, seg_dir=options.seg_dir,
+                    fg_seg=tuple(options.fg_seg) if options.fg_seg else None)
 
-    def inferencer_kwargs(self, device: str = 'cpu',
-                          seg_dir: Optional[str] = None,
-                          fg_seg: Optional[Sequence[str]] = None,
-                          **options) -> dict:
-        """Post-processing options and the mask source.
-
-        Raises:
-            ValueError: ``--seg-dir`` and ``--fg-seg`` together.
-        """
-        check_foreground_options(seg_dir, fg_seg)  # before the model loads
-        post = {option: options[option]
-                for option, _, _ in self.postprocess_flags.values()
-                if options.get(option) is not None}
-        return dict(postprocess=post, seg_dir=seg_dir,
-                    fg_seg=tuple(fg_seg) if fg_seg else None)
-
-    def index_options(self, **given) -> dict:
-        """Non-default post-processing, mask and output options, so that one
-        output folder never mixes two settings."""
-        defaults = [(option, choices[0])
-                    for option, choices, _ in self.postprocess_flags.values()]
-        defaults += [('array_dtype', 'float32'), ('background', 'color'),
-                     ('vis_rounding', 'truncate')]
-        options = {key: given[key] for key, default in defaults
-                   if given.get(key, default) != default}
-        if given.get('seg_dir'):
-            options['seg_dir'] = osp.abspath(given['seg_dir'])
-        if given.get('fg_seg'):
-            options['fg_seg'] = [osp.abspath(p) for p in given['fg_seg']]
-        return {'dense_options': options} if options else {}
+    def index_options(self, options: DenseOptions) -> dict:
+        """Non-default post-processing, output and mask options, so that one
+        output folder never mixes two settings (the head's options first,
+        then the output options by name, then the mask source)."""
+        changed = options.changed()
+        order = options.head_options() + ('array_dtype', 'background',
+                                          'vis_rounding')
+        recorded = {name: changed[name] for name in order if name in changed}
+        if options.seg_dir:
+            recorded['seg_dir'] = osp.abspath(options.seg_dir)
+        if options.fg_seg:
+            recorded['fg_seg'] = [osp.abspath(p) for p in options.fg_seg]
+        return {'dense_options': recorded} if recorded else {}
 
     def run_report(self, inferencer) -> List[str]:
         source = inferencer.foreground
@@ -188,9 +201,8 @@ class DenseTask(BaseTask):
         return show_dir
 
     # -- drawing -------------------------------------------------------------
-    def visualize(self, frame, result, meta: dict, background: str = 'color',
-                  vis_rounding: str = 'truncate',
-                  **options) -> Optional[np.ndarray]:
+    def visualize(self, frame, result, meta: dict,
+                  options: DenseOptions) -> Optional[np.ndarray]:
         """``[image | prediction]`` (the official demos' layout), the
         background outside the foreground mask (if any) per
         ``--background``."""
@@ -199,7 +211,7 @@ class DenseTask(BaseTask):
             frame.image, {f'pred_{name}': value
                           for name, value in result.maps.items()},
             foreground=result.foreground,
-            background=background, rounding=vis_rounding)
+            background=options.background, rounding=options.vis_rounding)
 
 
 def frame_entry(frame, result) -> dict:
@@ -226,9 +238,9 @@ class DenseWriter(TaskWriter):
         Others: see :class:`TaskWriter`.
     """
 
-    def __init__(self, layout, meta: dict, outputs: DenseOutputs,
-                 **options) -> None:
-        super().__init__(layout, meta, **options)
+    def __init__(self, layout, meta: dict, options: DenseOptions,
+                 outputs: DenseOutputs) -> None:
+        super().__init__(layout, meta, options)
         self.outputs = outputs
 
     def write(self, frame, result) -> dict:
@@ -254,7 +266,7 @@ class DenseWriter(TaskWriter):
     def finalize(self, records: List[dict]) -> List[str]:
         outputs = self.outputs
         count = sum(outputs.task in r for r in records)
-        dtype = self.options.get('array_dtype', 'float32')
+        dtype = self.options.array_dtype
         files = ' + '.join(
             f'<stem>{f.suffix}.npy'
             + (f' ({f.meaning.replace("float32", dtype)})' if f.meaning
@@ -265,9 +277,8 @@ class DenseWriter(TaskWriter):
 
     def array(self, frame, suffix: str, array: np.ndarray) -> str:
         """Save ``array`` as ``<stem><suffix>`` at the chosen precision."""
-        dtype = self.options.get('array_dtype', 'float32')
         return save_array(self.layout.frame_path(frame, suffix),
-                          array.astype(dtype, copy=False))
+                          array.astype(self.options.array_dtype, copy=False))
 
     def colors(self, frame, result, suffix: str, name: str, value,
                 bounds=None) -> str:
@@ -275,8 +286,7 @@ class DenseWriter(TaskWriter):
         from ...visualization import color_dense_field
         image = color_dense_field(
             name, value, frame.image, result.foreground,
-            self.options.get('background', 'color'),
-            self.options.get('vis_rounding', 'truncate'), bounds)
+            self.options.background, self.options.vis_rounding, bounds)
         return write_image(self.layout.frame_path(frame, suffix), image)
 
     def mask_outputs(self, frame, result) -> List[str]:
@@ -287,16 +297,29 @@ class DenseWriter(TaskWriter):
         return [write_image(self.layout.frame_path(frame, '_fg.png'), mask)]
 
 
+@dataclass(frozen=True)
+class NormalOptions(DenseOptions):
+    normalize: str = option(
+        'before_resize', 'when normals are made unit length: before_resize '
+        '(official: at network resolution, then cropped and resized, not '
+        're-normalized) or after_resize (every output pixel exactly unit '
+        'length)', choices=('before_resize', 'after_resize'), head=True)
+
+
+@dataclass(frozen=True)
+class AlbedoOptions(DenseOptions):
+    clamp: str = option(
+        'before_resize', 'when albedo is clamped to [0, 1]: before_resize '
+        '(official: at network resolution, then cropped and resized) or '
+        'after_resize', choices=('before_resize', 'after_resize'), head=True)
+
+
 @TASKS.register_module(name='normal')
 class NormalTask(DenseTask):
     """Surface normals with the Sapiens2 NormalHead."""
     summary = 'surface normals (unit vectors per pixel, camera frame)'
     head_types = ('NormalHead', )
-    postprocess_flags = {'--normalize': (
-        'normalize', ('before_resize', 'after_resize'),
-        'when normals are made unit length: before_resize (official: at '
-        'network resolution, then cropped and resized, not re-normalized) '
-        'or after_resize (every output pixel exactly unit length)')}
+    options_class = NormalOptions
 
 
 @TASKS.register_module(name='albedo')
@@ -304,7 +327,4 @@ class AlbedoTask(DenseTask):
     """Albedo with the Sapiens2 AlbedoHead."""
     summary = 'albedo (RGB reflectance in [0, 1] per pixel)'
     head_types = ('AlbedoHead', )
-    postprocess_flags = {'--clamp': (
-        'clamp', ('before_resize', 'after_resize'),
-        'when albedo is clamped to [0, 1]: before_resize (official: at '
-        'network resolution, then cropped and resized) or after_resize')}
+    options_class = AlbedoOptions

@@ -3,12 +3,15 @@ import argparse
 import json
 import math
 import os.path as osp
-from typing import List
+from dataclasses import dataclass
+from typing import List, Union
 
 from ...registry import TASKS
+from ...utils.user_errors import OptionError
 from ..ply import pointmap_to_cloud, write_ply
 from ..writers import write_text
-from .dense import DenseTask, DenseWriter, frame_entry
+from .dense import DenseOptions, DenseTask, DenseWriter, frame_entry
+from .options import option
 
 CAMERAS_FILE = 'pointmap_cameras.json'
 
@@ -54,7 +57,7 @@ def check_ply_step(value):
     if value == 'auto' or (isinstance(value, int) and
                            not isinstance(value, bool) and value >= 1):
         return value
-    raise ValueError(f"ply_step (--ply-step) must be 'auto' or an integer "
+    raise OptionError(f"ply_step (--ply-step) must be 'auto' or an integer "
                      f'>= 1, got {value!r}.')
 
 
@@ -73,8 +76,7 @@ class PointmapWriter(DenseWriter):
         layout = self.layout
         bounds = depth_range(result.depth, result.foreground)
         paths = self.map_outputs(frame, result, {'depth': bounds})
-        step = ply_step(self.options.get('ply_step', 1),
-                        *result.pointmap.shape[:2])
+        step = ply_step(self.options.ply_step, *result.pointmap.shape[:2])
         points, colors = pointmap_to_cloud(result.pointmap, frame.image,
                                             step, result.foreground)
         paths.append(write_ply(layout.frame_path(frame, '.ply'), points,
@@ -104,38 +106,32 @@ class PointmapWriter(DenseWriter):
                 f'focal lengths: {path}']
 
 
+@dataclass(frozen=True)
+class PointmapOptions(DenseOptions):
+    resize_smoothing: str = option(
+        'official', 'before enlarging the pointmap to a larger photo: '
+        'official (4 x 3x3 Gaussian blur, sigma 0.8) or none (bilinear '
+        'resize only)', choices=('official', 'none'), head=True)
+    ply_step: Union[str, int] = option(
+        'auto', 'keep every N-th row and column in the .ply point cloud; '
+        f'auto (default): 1 up to {PLY_MAX_POINTS // 1_000_000} M pixels, '
+        'then the smallest step that keeps at most that many points (an '
+        '8000x6000 photo: 4)', parse=parse_ply_step, check=check_ply_step)
+
+
 @TASKS.register_module(name='pointmap')
 class PointmapTask(DenseTask):
     """Metric pointmaps (+ canonical scale) with the Sapiens2 PointmapHead."""
     summary = 'metric pointmap, depth, point cloud and focal length'
     head_types = ('PointmapHead', )
     writer = PointmapWriter
-    postprocess_flags = {'--resize-smoothing': (
-        'resize_smoothing', ('official', 'none'),
-        'before enlarging the pointmap to a larger photo: official (4 x 3x3 '
-        'Gaussian blur, sigma 0.8) or none (bilinear resize only)')}
+    options_class = PointmapOptions
 
-    def inferencer_kwargs(self, device: str = 'cpu', ply_step='auto',
-                          **options) -> dict:
-        """:meth:`DenseTask.inferencer_kwargs`, ``ply_step`` checked first
-        (before the model loads)."""
-        check_ply_step(ply_step)
-        return super().inferencer_kwargs(device, **options)
-
-    def index_options(self, **given) -> dict:
+    def index_options(self, options: PointmapOptions) -> dict:
         """:meth:`DenseTask.index_options` and a ``--ply-step`` other than
-        ``auto`` (the point clouds of one folder share one rule)."""
-        recorded = super().index_options(**given)
-        if given.get('ply_step', 'auto') != 'auto':
+        its default (the point clouds of one folder share one rule)."""
+        recorded = super().index_options(options)
+        if 'ply_step' in options.changed():
             recorded.setdefault('dense_options', {})['ply_step'] = \
-                given['ply_step']
+                options.ply_step
         return recorded
-
-    def add_cli_arguments(self, parser: argparse.ArgumentParser) -> None:
-        super().add_cli_arguments(parser)
-        parser.add_argument(
-            '--ply-step', type=parse_ply_step, default='auto',
-            help='keep every N-th row and column in the .ply point cloud; '
-            f'auto (default): 1 up to {PLY_MAX_POINTS // 1_000_000} M '
-            'pixels, then the smallest step that keeps at most that many '
-            'points (an 8000x6000 photo: 4)')

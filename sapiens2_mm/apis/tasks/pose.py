@@ -1,7 +1,7 @@
 """The pose task: top-down keypoints with mmpose's TopdownPoseEstimator."""
-import argparse
 import json
 import os.path as osp
+from dataclasses import dataclass
 from typing import List, Optional
 
 import numpy as np
@@ -9,10 +9,13 @@ from mmengine.config import Config
 
 from ...registry import TASKS
 from ...utils.setup_env import qualified_type
+from ...utils.user_errors import ConfigError, OptionError
+from ..box_sources import BoxFile, DetectorBoxes, WholeImageBoxes
 from ..inputs import file_identity
-from ..pose_inferencer import BoxFile, DetectorBoxes, PoseInferencer, WholeImageBoxes
+from ..pose_inferencer import PoseInferencer
 from ..writers import TaskWriter, write_text
 from .base import BaseTask, default_visualization_hooks
+from .options import TaskOptions, option
 
 POSE_MODEL_TYPES = ('mmpose.TopdownPoseEstimator', )
 
@@ -41,7 +44,7 @@ def pose_dataset_meta(cfg: Config) -> dict:
         cls = dataset.type if isinstance(dataset.type, type) else \
             DATASETS.get(qualified_type(cfg, dataset.type))
         if cls is None:
-            raise ValueError(
+            raise ConfigError(
                 f'The test dataset type {dataset.type!r} is not registered '
                 '(own types unprefixed, mmpose types as "mmpose.<Name>").')
         metainfo = getattr(cls, 'METAINFO', None)
@@ -49,7 +52,7 @@ def pose_dataset_meta(cfg: Config) -> dict:
         metainfo = keypoints308_dataset_info()
     meta = parse_pose_metainfo(dict(metainfo)) if metainfo else None
     if meta is None or meta.get('num_keypoints') != num_kpts:
-        raise ValueError(
+        raise ConfigError(
             f'The config\'s test dataset gives no metainfo for {num_kpts} '
             'keypoints (got '
             f'{None if meta is None else meta.get("num_keypoints")}). Set '
@@ -86,6 +89,33 @@ def drawable(keypoints: np.ndarray, scores: np.ndarray, boxes: np.ndarray,
     return kpts, scores, boxes
 
 
+@dataclass(frozen=True)
+class PoseOptions(TaskOptions):
+    """Where the person boxes come from, their thresholds and the drawing."""
+    bboxes: Optional[str] = option(
+        None, 'person boxes JSON (schema in docs/inference.md)',
+        exclusive='boxes')
+    det_config: Optional[str] = option(None, 'mmdet detector config',
+                                       exclusive='boxes')
+    det_checkpoint: Optional[str] = option(
+        None, 'detector weights (needs --det-config)')
+    bbox_thr: float = option(0.3, 'keep boxes scoring above this (detector '
+                             'and --bboxes files)')
+    nms_thr: float = option(0.3)
+    kpt_thr: float = option(0.3, 'draw keypoints scoring above this')
+    radius: int = option(3)
+    thickness: int = option(1)
+
+    def check(self) -> None:
+        """Each option's values; a detector checkpoint only with its
+        config, and one box source."""
+        super().check()
+        if self.det_checkpoint and not self.det_config:
+            raise OptionError(
+                '--det-checkpoint needs --det-config (the detector config '
+                'the weights belong to).')
+
+
 class PoseWriter(TaskWriter):
     """Keypoints go into the index line; the predictions JSON (official
     schema, docs/inference.md) is rebuilt from all lines at the end."""
@@ -103,7 +133,7 @@ class PoseWriter(TaskWriter):
             image_size=frames[0]['image_size'] if frames else None,
             num_keypoints=num,
             keypoint_names=[names.get(i, str(i)) for i in range(num)],
-            kpt_thr_used=self.options.get('kpt_thr', 0.3),
+            kpt_thr_used=self.options.kpt_thr,
             frames=frames)
         path = osp.join(self.layout.out_dir,
                         f'{json_label(self.layout.out_dir)}_predictions.json')
@@ -117,6 +147,7 @@ class PoseTask(BaseTask):
     summary = 'top-down keypoints (person boxes from a file, a detector or '\
         'the whole image)'
     inferencer = PoseInferencer
+    options_class = PoseOptions
 
     def matches(self, cfg: Config) -> bool:
         return qualified_type(cfg, cfg.model.get('type')) in POSE_MODEL_TYPES
@@ -127,10 +158,10 @@ class PoseTask(BaseTask):
     def prepare_model_config(self, cfg: Config) -> None:
         cfg.model['train_cfg'] = None
 
-    def default_inference_pipeline(self, cfg: Config) -> List[dict]:
+    def default_inference_pipeline(self, cfg: Config) -> Optional[List[dict]]:
         decoder = cfg.model.head.get('decoder') or {}
         if 'input_size' not in decoder:
-            return super().default_inference_pipeline(cfg)
+            return None
         return [
             dict(type='mmpose.GetBBoxCenterScale', padding=1.25),
             dict(type='Sapiens2TopdownAffine',
@@ -138,81 +169,56 @@ class PoseTask(BaseTask):
             dict(type='mmpose.PackPoseInputs'),
         ]
 
-    def add_cli_arguments(self, parser: argparse.ArgumentParser) -> None:
-        boxes = parser.add_mutually_exclusive_group()
-        boxes.add_argument('--bboxes', help='person boxes JSON (schema in '
-                           'docs/inference.md)')
-        boxes.add_argument('--det-config', help='mmdet detector config')
-        parser.add_argument('--det-checkpoint',
-                            help='detector weights (needs --det-config)')
-        parser.add_argument('--bbox-thr', type=float, default=0.3,
-                            help='keep boxes scoring above this (detector '
-                            'and --bboxes files)')
-        parser.add_argument('--nms-thr', type=float, default=0.3)
-        parser.add_argument('--kpt-thr', type=float, default=0.3,
-                            help='draw keypoints scoring above this')
-        parser.add_argument('--radius', type=int, default=3)
-        parser.add_argument('--thickness', type=int, default=1)
-
-    def inferencer_kwargs(self, device: str = 'cpu',
-                          bboxes: Optional[str] = None,
-                          det_config: Optional[str] = None,
-                          det_checkpoint: Optional[str] = None,
-                          bbox_thr: float = 0.3, nms_thr: float = 0.3,
-                          **options) -> dict:
-        if det_checkpoint and not det_config:
-            raise ValueError(
-                '--det-checkpoint needs --det-config (the detector config '
-                'the weights belong to).')
-        if bboxes:
-            boxes = BoxFile(bboxes, bbox_thr=bbox_thr)
-        elif det_config:
-            boxes = DetectorBoxes(det_config, det_checkpoint, device,
-                                  bbox_thr, nms_thr)
+    def inferencer_kwargs(self, options: PoseOptions,
+                          device: str = 'cpu') -> dict:
+        """The person box source: a file, a detector or the whole image."""
+        if options.bboxes:
+            boxes = BoxFile(options.bboxes, bbox_thr=options.bbox_thr)
+        elif options.det_config:
+            boxes = DetectorBoxes(options.det_config, options.det_checkpoint,
+                                  device, options.bbox_thr, options.nms_thr)
         else:
             boxes = WholeImageBoxes()
         return dict(boxes=boxes)
 
-    def index_options(self, bboxes: Optional[str] = None,
-                      det_config: Optional[str] = None,
-                      det_checkpoint: Optional[str] = None,
-                      **options) -> dict:
+    def index_options(self, options: PoseOptions) -> dict:
         """Non-default box, threshold and drawing options: a re-run with
         another bbox file (or the same file edited: its size and
         modification time are recorded), detector or threshold is refused,
         so one folder never mixes two settings and ``kpt_thr_used`` holds
         for every frame."""
         recorded = {}
-        if bboxes:
-            recorded['bboxes'] = [osp.abspath(bboxes), file_identity(bboxes)]
-        if det_config:
-            recorded['det_config'] = osp.abspath(det_config)
-        if det_checkpoint:
-            recorded['det_checkpoint'] = [osp.abspath(det_checkpoint),
-                                          file_identity(det_checkpoint)]
-        defaults = self.options()
+        if options.bboxes:
+            recorded['bboxes'] = [osp.abspath(options.bboxes),
+                                  file_identity(options.bboxes)]
+        if options.det_config:
+            recorded['det_config'] = osp.abspath(options.det_config)
+        if options.det_checkpoint:
+            recorded['det_checkpoint'] = [
+                osp.abspath(options.det_checkpoint),
+                file_identity(options.det_checkpoint)]
+        changed = options.changed()
         for key in ('bbox_thr', 'nms_thr', 'kpt_thr', 'radius', 'thickness'):
-            if key in options and options[key] != defaults[key]:
-                recorded[key] = options[key]
+            if key in changed:
+                recorded[key] = changed[key]
         return {'pose_options': recorded} if recorded else {}
 
     def run_report(self, inferencer) -> List[str]:
         report = getattr(inferencer.boxes, 'report', None)
         return report() if callable(report) else []
 
-    def open_writer(self, layout, model, **options) -> PoseWriter:
-        return PoseWriter(layout, model.dataset_meta, **options)
+    def open_writer(self, layout, model, options: PoseOptions) -> PoseWriter:
+        return PoseWriter(layout, model.dataset_meta, options)
 
-    def visualize(self, frame, result, meta: dict, kpt_thr: float = 0.3,
-                  radius: int = 3, thickness: int = 1,
-                  **options) -> Optional[np.ndarray]:
+    def visualize(self, frame, result, meta: dict,
+                  options: PoseOptions) -> Optional[np.ndarray]:
         from ...visualization import draw_pose
         h, w = frame.image.shape[:2]
         kpts, scores, boxes = drawable(result.keypoints,
                                        result.keypoint_scores, result.bboxes,
                                        h, w)
-        return draw_pose(frame.image, kpts, scores, meta, boxes, kpt_thr,
-                         radius, thickness)
+        return draw_pose(frame.image, kpts, scores, meta, boxes,
+                         options.kpt_thr, options.radius, options.thickness)
 
     def enable_show_dir(self, cfg: Config, show_dir: str) -> str:
         """mmpose's PoseVisualizationHook, writing ``show_dir/<image>``."""

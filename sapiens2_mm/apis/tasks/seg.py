@@ -1,5 +1,5 @@
 """The seg task: body-part segmentation with an mmseg EncoderDecoder."""
-import argparse
+from dataclasses import dataclass
 from typing import List, Optional
 
 import numpy as np
@@ -7,9 +7,11 @@ from mmengine.config import Config
 
 from ...registry import TASKS
 from ...utils.setup_env import qualified_type
+from ...utils.user_errors import ConfigError
 from ..seg_inferencer import SegInferencer
 from ..writers import TaskWriter, save_array
 from .base import BaseTask, default_visualization_hooks
+from .options import TaskOptions, option
 
 SEG_HEAD_TYPES = ('SegHead', )
 # Any mmseg encoder-decoder is a segmentation model (e.g. with mmseg.FCNHead).
@@ -43,7 +45,7 @@ def seg_dataset_meta(cfg: Config) -> dict:
     elif num_classes == 29:
         meta = seg29_metainfo()
     if meta is None or len(meta['classes']) != num_classes:
-        raise ValueError(
+        raise ConfigError(
             f'No class names/palette for a {num_classes}-class seg model; '
             'set test_dataloader.dataset.metainfo=dict(classes=..., '
             'palette=...).')
@@ -62,6 +64,13 @@ def side_by_side_banded(image: np.ndarray, label_map: np.ndarray,
         rows = slice(top, min(h, top + DRAW_BAND_ROWS))
         out[rows] = seg_side_by_side(image[rows], label_map[rows], palette)
     return out
+
+
+@dataclass(frozen=True)
+class SegOptions(TaskOptions):
+    """The drawing's class key."""
+    no_legend: bool = option(False, 'draw no class key under the drawings '
+                             '(the official demo layout)')
 
 
 class SegWriter(TaskWriter):
@@ -83,6 +92,7 @@ class SegTask(BaseTask):
     """29-class body-part segmentation."""
     summary = 'body-part segmentation (label maps at the input size)'
     inferencer = SegInferencer
+    options_class = SegOptions
 
     def matches(self, cfg: Config) -> bool:
         head = cfg.model.get('decode_head') or {}
@@ -100,23 +110,18 @@ class SegTask(BaseTask):
             dict(type='mmseg.PackSegInputs'),
         ]
 
-    def open_writer(self, layout, model, **options) -> SegWriter:
-        return SegWriter(layout, model.dataset_meta, **options)
+    def open_writer(self, layout, model, options: SegOptions) -> SegWriter:
+        return SegWriter(layout, model.dataset_meta, options)
 
-    def add_cli_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument('--no-legend', action='store_true',
-                            help='draw no class key under the drawings '
-                            '(the official demo layout)')
-
-    def visualize(self, frame, result, meta: dict, no_legend: bool = False,
-                  **options) -> Optional[np.ndarray]:
+    def visualize(self, frame, result, meta: dict,
+                  options: SegOptions) -> Optional[np.ndarray]:
         """``[image | overlay]`` and, unless ``--no-legend``, the key of
         every class under it (names of classes absent from the frame in
         grey; the key's height depends only on the width, so a video's
         frames keep one size)."""
         drawing = side_by_side_banded(frame.image, result.label_map,
                                       meta['palette'])
-        if no_legend:
+        if options.no_legend:
             return drawing
         from ...visualization.legends import class_legend
         counts = np.bincount(np.asarray(result.label_map).ravel(),

@@ -50,6 +50,7 @@ from torch.distributed.fsdp.fully_sharded_data_parallel import (
 )
 
 from ...registry import STRATEGIES
+from ...utils.user_errors import ConfigError
 from ..fsdp_shapes import record_full_shapes
 from ..hooks.checked_load_hook import (
     checked_checkpoint_state,
@@ -378,7 +379,7 @@ def check_state_dict_cfg(state_dict_cfg: Union[str, dict]) -> None:
         kind = getattr(kind, 'name', kind)
     if kind in ('full', 'FULL_STATE_DICT', 'sharded'):
         return
-    raise ValueError(
+    raise ConfigError(
         f'Sapiens2FSDPStrategy: state_dict_cfg={state_dict_cfg!r} is not '
         "supported: mmengine's 'local' checkpoints are folders of per-rank "
         "flat shards that cannot be resumed or tested. Set "

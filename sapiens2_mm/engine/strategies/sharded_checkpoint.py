@@ -42,6 +42,7 @@ from ...utils.sharded_checkpoint import (
     read_extra_state,
     sharded_checkpoint_problem,
 )
+from ...utils.user_errors import CheckpointError, ConfigError
 from ..fsdp_shapes import plain_name
 from .host_memory import release_freed_host_memory
 
@@ -59,7 +60,7 @@ def _pieces(model: nn.Module) -> Dict[str, Piece]:
             continue
         flat = handle.flat_param
         if flat._params is None:
-            raise ValueError(
+            raise ConfigError(
                 "state_dict_cfg='sharded' needs model_wrapper.use_orig_params="
                 'True (the FSDP snippet sets it).')
         for param, info, shape in zip(flat._params, flat._shard_param_infos,
@@ -172,7 +173,7 @@ def load_sharded(path: str, model: nn.Module,
     """
     problem = sharded_checkpoint_problem(path)
     if problem is not None:
-        raise ValueError(
+        raise CheckpointError(
             f'Could not read checkpoint {path!r}: {problem}. Resume from an '
             'earlier checkpoint (--resume auto skips unreadable ones).')
     if optimizer is not None:
@@ -204,7 +205,7 @@ def _restore_param_groups(optimizer: torch.optim.Optimizer, loaded: list,
     group, which must hold the parameters it held when saved."""
     names = [group['params'] for group in loaded]
     if names != expected:
-        raise ValueError(
+        raise CheckpointError(
             'The optimizer parameter groups of the checkpoint hold other '
             'parameters than this optimizer\'s; resume with the config it was '
             'trained with.')

@@ -1,4 +1,4 @@
-"""The runner: the inferencers' prepare / forward / finish composed serially
+"""The frame pipeline: the inferencers' prepare / forward / finish composed serially
 and overlapped (identical results), full batches across frames, order kept
 on worker threads, failures isolated to their frame, drawing + encoding."""
 import json
@@ -19,15 +19,16 @@ from sapiens2_mm.apis import (
     SegInferencer,
     WholeImageBoxes,
 )
-from sapiens2_mm.apis.inputs import Frame
-from sapiens2_mm.apis.runner import (
-    Runner,
+from sapiens2_mm.apis.frame_pipeline import (
+    FramePipeline,
     StreamBatcher,
+    check_batch_size,
     check_workers,
     default_workers,
     ordered_map,
     render_frames,
 )
+from sapiens2_mm.apis.inputs import Frame
 from tests.conftest import COCO_DIR, PHOTO
 from tests.test_apis.tiny_configs import coco_sample_boxes, tiny_model
 
@@ -102,15 +103,12 @@ def test_failing_frame_is_skipped_and_counted(photos, tmp_path, workers):
     inferencer = PoseInferencer(model, batch_size=2, boxes=_FailOn(bad))
     unreadable = tmp_path / 'broken.jpg'
     unreadable.write_bytes(b'not a jpeg')
-    seen = []
-    out = list(inferencer.iter_frames(
-        photos + [str(unreadable)],
-        on_failure=lambda f, r: seen.append(osp.basename(f.name)),
-        workers=workers))
+    out = list(inferencer.iter_frames(photos + [str(unreadable)],
+                                      workers=workers))
     names = [osp.basename(f.name) for f, _ in out]
     assert names == [osp.basename(p) for p in photos if osp.basename(p) != bad]
-    assert seen == [bad]
     failed = inferencer.failed
+    assert [osp.basename(name) for name, _ in failed] == [bad]
     assert osp.basename(failed[0][0]) == bad and 'box source broke' in \
         failed[0][1]
     assert inferencer.skipped and inferencer.skipped[0][0] == str(unreadable)
@@ -157,13 +155,10 @@ def test_forward_failure_skips_only_that_frame(photos, box_file, workers,
     serial = {r.name: r for r in inferencer(photos)}
     bad = osp.basename(photos[1])
     _record_batches(inferencer, monkeypatch, fail_on=bad)
-    seen = []
-    out = list(inferencer.iter_frames(
-        photos, on_failure=lambda f, r: seen.append(osp.basename(f.name)),
-        workers=workers))
+    out = list(inferencer.iter_frames(photos, workers=workers))
     assert [f.name for f, _ in out] == [osp.basename(p) for p in photos
                                         if osp.basename(p) != bad]
-    assert seen == [bad] and len(inferencer.failed) == 1
+    assert [name for name, _ in inferencer.failed] == [bad]
     assert f'forward broke on {bad}' in inferencer.failed[0][1]
     for frame, result in out:  # the frames batched with it are unharmed
         # (re-run in other batches: the GEMMs round differently, ~1e-6 in
@@ -195,8 +190,8 @@ def test_workers_keep_order_and_skip_records(tmp_path):
     serial_reader = FrameReader(str(tmp_path))
     serial = list(inferencer.iter_frames(None, serial_reader))
     reader = FrameReader(str(tmp_path))
-    runner = Runner(inferencer, workers=4, prefetch=3)
-    piped = list(runner.iter_frames(reader))
+    pipeline = FramePipeline(inferencer, workers=4, prefetch=3)
+    piped = list(pipeline.iter_frames(reader))
     assert [f.name for f, _ in piped] == [f.name for f, _ in serial] == [
         n for i, n in enumerate(names) if i not in (3, 8)]
     assert reader.skipped == serial_reader.skipped
@@ -208,8 +203,12 @@ def test_workers_keep_order_and_skip_records(tmp_path):
 
 def test_bad_workers_is_refused():
     model = tiny_model('seg')
-    with pytest.raises(ValueError, match='workers must be an integer'):
+    with pytest.raises(ValueError, match=r'workers \(--workers\) must be '
+                       r'an integer >= 1, got 0; 1 decodes'):
         SegInferencer(model)(PHOTO, workers=0)
+    with pytest.raises(ValueError, match=r'batch_size \(--batch-size\) '
+                       r'must be an integer >= 1, got 0'):
+        SegInferencer(model, batch_size=0)
 
 
 @pytest.mark.parametrize('workers', [1, 3])
@@ -249,11 +248,12 @@ def test_predict_raises_the_frames_error():
 
 
 def test_documented_python_api_is_exported():
-    """docs/inference.md: ``sapiens2_mm.apis.Runner`` and ``render_frames``."""
+    """docs/inference.md: ``sapiens2_mm.apis.FramePipeline`` and
+    ``render_frames``."""
     import sapiens2_mm.apis as apis
-    from sapiens2_mm.apis import runner
-    assert apis.Runner is runner.Runner
-    assert apis.render_frames is runner.render_frames
+    from sapiens2_mm.apis import frame_pipeline
+    assert apis.FramePipeline is frame_pipeline.FramePipeline
+    assert apis.render_frames is frame_pipeline.render_frames
 
 
 # ---------------------------------------------------------- StreamBatcher
@@ -357,8 +357,10 @@ def test_closing_early_stops_submitting():
 
 @pytest.mark.parametrize('bad', [0, -1, 1.5, True, None])
 def test_bad_worker_count_is_refused(bad):
-    with pytest.raises(ValueError, match='workers must be an integer'):
+    with pytest.raises(ValueError, match='workers .* must be an integer'):
         check_workers(bad)
+    with pytest.raises(ValueError, match='batch_size .* must be an integer'):
+        check_batch_size(bad)
 
 
 def test_default_workers_in_range():
@@ -441,8 +443,8 @@ def _stream(n):
 
 @pytest.mark.parametrize('workers,overlap', [(1, False), (1, True),
                                              (3, True)])
-def test_runner_serial_and_overlapped_give_the_same_stream(workers, overlap):
-    out = list(Runner(_Counting(), workers, overlap, prefetch=2).iter_frames(
+def test_pipeline_serial_and_overlapped_give_the_same_stream(workers, overlap):
+    out = list(FramePipeline(_Counting(), workers, overlap, prefetch=2).iter_frames(
         _stream(25)))
     assert [r for _, r in out] == [(f'{i:03d}.png', [0, 10])
                                    for i in range(25)]
@@ -450,7 +452,7 @@ def test_runner_serial_and_overlapped_give_the_same_stream(workers, overlap):
 
 def test_closing_early_ends_every_stage_thread():
     before = set(threading.enumerate())
-    stream = Runner(_Counting(), 3, prefetch=1).iter_frames(_stream(200))
+    stream = FramePipeline(_Counting(), 3, prefetch=1).iter_frames(_stream(200))
     assert next(stream)[1][0] == '000.png'
     stream.close()  # returns once it has joined every stage thread
     assert set(threading.enumerate()) <= before
@@ -458,8 +460,8 @@ def test_closing_early_ends_every_stage_thread():
 
 def test_ctrl_c_in_the_model_thread_reaches_the_caller():
     before = set(threading.enumerate())
-    runner = Runner(_Counting(fail_forward=True), 2, prefetch=2)
+    pipeline = FramePipeline(_Counting(fail_forward=True), 2, prefetch=2)
     with pytest.raises(KeyboardInterrupt):
-        list(runner.iter_frames(_stream(10)))
+        list(pipeline.iter_frames(_stream(10)))
     # raised once every stage thread is joined: none is left
     assert set(threading.enumerate()) <= before

@@ -1,4 +1,5 @@
-"""Run an inferencer's ``prepare`` / ``forward`` / ``finish`` over a stream.
+"""The frame pipeline: an inferencer's ``prepare`` / ``forward`` / ``finish``
+over a stream of frames.
 
 One composition of the three steps of a task inferencer
 (:class:`~sapiens2_mm.apis.BaseInferencer`), used by the Python API and by
@@ -34,11 +35,21 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass
-from typing import Any, Callable, Deque, Iterable, Iterator, List, Optional
+from typing import (
+    Any,
+    Callable,
+    Deque,
+    Iterable,
+    Iterator,
+    List,
+    Optional,
+    Tuple,
+)
 
 import numpy as np
 import torch
 
+from ..utils.user_errors import OptionError
 from .inputs import Frame, Loaded
 from .writers import encode_image
 
@@ -50,12 +61,24 @@ def default_workers() -> int:
 
 
 def check_workers(workers: int) -> int:
-    """``workers`` if it is a positive int, else a ValueError saying so."""
+    """``workers`` (``--workers``) if it is an int >= 1, else a ValueError
+    saying so: the one check of the value, for the API and the tool."""
     if not isinstance(workers, int) or isinstance(workers, bool) \
             or workers < 1:
-        raise ValueError(f'workers must be an integer >= 1, got '
-                         f'{workers!r}; use 1 for one thread per stage.')
+        raise OptionError(f'workers (--workers) must be an integer >= 1, got '
+                         f'{workers!r}; 1 decodes and draws in one thread.')
     return workers
+
+
+def check_batch_size(batch_size: int) -> int:
+    """``batch_size`` (``--batch-size``) if it is an int >= 1, else a
+    ValueError saying so: the one check of the value, for the API and the
+    tool."""
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) \
+            or batch_size < 1:
+        raise OptionError(f'batch_size (--batch-size) must be an integer >= '
+                         f'1, got {batch_size!r}.')
+    return batch_size
 
 
 def ordered_map(fn: Callable, items: Iterable, workers: int,
@@ -230,8 +253,11 @@ def _on_thread(items: Iterator, size: int, stop: threading.Event,
         yield value
 
 
-class Runner:
+class FramePipeline:
     """Compose an inferencer's three steps over frames (module docstring).
+
+    Not mmengine's ``Runner`` (training and testing loops): this drives one
+    inference model over a stream of frames.
 
     Args:
         inferencer: a task inferencer; its ``batch_size`` counts model items
@@ -241,32 +267,29 @@ class Runner:
         overlap: run the stages on threads of their own (default: when
             ``workers > 1``).
         prefetch: frames decoded and prepared ahead of the network.
-        on_failure: called with ``(frame, "Type: message")`` for every frame
-            that fails; the failures are also listed in ``failed``.
+        failures: the list that receives ``(frame name, "Type: message")``
+            for every frame that fails (the caller's; the pipeline keeps
+            none of its own).
         strict: raise a frame's error instead of skipping the frame.
     """
 
     def __init__(self, inferencer, workers: int = 1,
                  overlap: Optional[bool] = None, prefetch: int = 8,
-                 on_failure: Optional[Callable[[Frame, str], None]] = None,
+                 failures: Optional[List[Tuple[str, str]]] = None,
                  strict: bool = False) -> None:
         if prefetch < 1:
-            raise ValueError(f'prefetch must be >= 1, got {prefetch}.')
+            raise OptionError(f'prefetch must be >= 1, got {prefetch}.')
         self.inferencer = inferencer
         self.workers = check_workers(workers)
         self.overlap = workers > 1 if overlap is None else overlap
         self.prefetch = prefetch
-        self.on_failure = on_failure
+        self.failures = failures if failures is not None else []
         self.strict = strict
-        self.failed: List = []
 
     def _fail(self, frame: Frame, err: BaseException) -> None:
         if self.strict:
             raise err
-        reason = f'{type(err).__name__}: {err}'
-        self.failed.append((frame.name, reason))
-        if self.on_failure is not None:
-            self.on_failure(frame, reason)
+        self.failures.append((frame.name, f'{type(err).__name__}: {err}'))
 
     # -- the stages ----------------------------------------------------------
     def _load_and_prepare(self, job):
@@ -345,8 +368,7 @@ class Runner:
     def iter_frames(self, reader: Iterable) -> Iterator:
         """Yield ``(frame, result)`` for the frames of ``reader`` (a
         :class:`~sapiens2_mm.apis.FrameReader` or an iterable of frames), in
-        input order, failures skipped."""
-        self.failed.clear()
+        input order, failures skipped (and listed in :attr:`failures`)."""
         if not self.overlap:
             yield from self._finished(self._computed(self._prepared(reader)))
             return
@@ -394,7 +416,7 @@ def render_frames(frames: Iterable,
     order and the index lists finished frames).
 
     Args:
-        frames: ``(frame, result)`` pairs (:meth:`Runner.iter_frames`).
+        frames: ``(frame, result)`` pairs (:meth:`FramePipeline.iter_frames`).
         draw: the task's drawing, or ``None`` to draw nothing.
         workers: threads (1: on the calling thread).
     """
