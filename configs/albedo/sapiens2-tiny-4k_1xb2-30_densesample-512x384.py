@@ -1,53 +1,21 @@
-# Tiny 4K-shaped Sapiens2 albedo model: the path of the 1B-4K config
-# (sapiens2-1b-4k_8xb1-280k_albedo-4096x3072.py) at CPU size. The tokenizer is
-# on (stride 64: a 512x384 input gives the 8x6 feature map of the tiny 1K
-# config sapiens2-tiny_1xb2-30_densesample-128x96.py), the decoder has the 4K
-# head's five x2 stages and predicts at half the input (256x192, twice the
-# tiny 1K output, as 2048x1536 for 4096x3072 against 1024x768); the even
-# letterbox (align=2, output_scale=0.5) puts the training targets at
-# 256x192, and the test un-letterboxes the half-size prediction and scores it
-# at the original size. Trains on the bundled synthetic scenes
+# Tiny 4K-shaped Sapiens2 albedo model: the tiny 1K config
+# (sapiens2-tiny_1xb2-30_densesample-128x96.py: arch, losses, schedule) on the
+# path of the 1B-4K config (sapiens2-1b-4k_8xb1-280k_albedo-4096x3072.py). The
+# tokenizer is on (stride 64: a 512x384 input gives the tiny 1K 8x6 feature
+# map), the decoder has the 4K head's five x2 stages and predicts at half the
+# input (256x192, twice the tiny 1K output, as 2048x1536 for 4096x3072 against
+# 1024x768); the even letterbox (align=2, output_scale=0.5) puts the training
+# targets at 256x192, and the test un-letterboxes the half-size prediction and
+# scores it at the original size. Trains on the bundled synthetic scenes
 # (tests/data/dense_sample, 256x192) in seconds: a smoke test, not a model to
 # use.
 #   python tools/train.py configs/albedo/sapiens2-tiny-4k_1xb2-30_densesample-512x384.py
-default_scope = 'sapiens2_mm'
-_base_ = ['../_base_/default_runtime.py']
+_base_ = ['./sapiens2-tiny_1xb2-30_densesample-128x96.py']
 height, width = 512, 384
-data_root = 'tests/data/dense_sample/'
 
 model = dict(
-    type='DenseEstimator',
-    data_preprocessor=dict(
-        type='mmengine.ImgDataPreprocessor',
-        mean=[123.675, 116.28, 103.53],
-        std=[58.395, 57.12, 57.375],
-        bgr_to_rgb=True),
-    backbone=dict(
-        type='Sapiens2',
-        arch=dict(embed_dims=64, num_layers=4, num_heads=4,
-                  feedforward_channels=256, num_tokenizer_layers=2),
-        img_size=(height, width),
-        use_tokenizer=True,
-        patch_size=16,
-        final_norm=True,
-        with_cls_token=True,
-        out_type='featmap',
-        out_indices=[-1],
-        init_cfg=None),
-    decode_head=dict(
-        type='AlbedoHead',
-        in_channels=64,
-        upsample_channels=(32, 16, 16, 8, 8),
-        conv_out_channels=(8, 8),
-        conv_kernel_sizes=(3, 3),
-        # the official terms: L1 x2, gradient x2, chromaticity x1
-        loss_decode=[
-            dict(type='MaskedL1Loss', loss_weight=2.0),
-            dict(type='AlbedoGradL1Loss', loss_weight=2.0),
-            dict(type='AlbedoChromaticityL1Loss', loss_weight=1.0),
-        ]),
-    train_cfg=dict(),
-    test_cfg=dict(mode='whole', flip_test=False))
+    backbone=dict(img_size=(height, width), use_tokenizer=True),
+    decode_head=dict(upsample_channels=(32, 16, 16, 8, 8)))
 
 train_pipeline = [
     dict(type='Sapiens2LoadImage'),
@@ -68,33 +36,11 @@ test_pipeline = [
     dict(type='DenseToOutputSize', scale=0.5, resize_targets=False),
     dict(type='PackDenseInputs', test_mode=True),
 ]
+# loaders (data root, batch sizes, samplers) from the tiny 1K config
 train_dataloader = dict(
-    batch_size=2, num_workers=0, persistent_workers=False,
-    sampler=dict(type='InfiniteSampler', shuffle=True),
-    dataset=dict(type='AlbedoDataset', data_root=data_root,
-                 pipeline=train_pipeline))
+    dataset=dict(type='AlbedoDataset', pipeline=train_pipeline))
 val_dataloader = dict(
-    batch_size=4, num_workers=0, persistent_workers=False,
-    sampler=dict(type='DefaultSampler', shuffle=False),
-    dataset=dict(type='AlbedoDataset', data_root=data_root, test_mode=True,
-                 pipeline=test_pipeline))
+    dataset=dict(type='AlbedoDataset', pipeline=test_pipeline))
 test_dataloader = val_dataloader
 val_evaluator = dict(type='AlbedoMetric')
 test_evaluator = val_evaluator
-
-max_iters = 30
-optim_wrapper = dict(
-    type='OptimWrapper',
-    optimizer=dict(type='AdamW', lr=2e-3, betas=(0.9, 0.999),
-                   weight_decay=0.01),
-    clip_grad=dict(max_norm=4.0, norm_type=2))
-param_scheduler = [
-    dict(type='LinearLR', start_factor=0.1, by_epoch=False, begin=0, end=5),
-]
-train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters,
-                 val_interval=max_iters)
-val_cfg = dict(type='ValLoop')
-test_cfg = dict(type='TestLoop')
-default_hooks = dict(logger=dict(interval=10),
-                     checkpoint=dict(interval=max_iters, max_keep_ckpts=1))
-env_cfg = dict(dist_cfg=dict(backend='gloo'))
