@@ -36,11 +36,10 @@ test_pipeline = [
     dict(type='DenseToOutputSize', scale=0.5, resize_targets=False),
     dict(type='PackDenseInputs', test_mode=True),
 ]
-# loaders (data root, batch sizes, samplers) from the tiny 1K config
+# loaders (data root, batch sizes, samplers) and metric from the tiny 1K
+# config; the test loader follows the val loader here too
 train_dataloader = dict(
-    dataset=dict(type='AlbedoDataset', pipeline=train_pipeline))
+    dataset=dict(pipeline=train_pipeline))
 val_dataloader = dict(
-    dataset=dict(type='AlbedoDataset', pipeline=test_pipeline))
+    dataset=dict(pipeline=test_pipeline))
 test_dataloader = val_dataloader
-val_evaluator = dict(type='AlbedoMetric')
-test_evaluator = val_evaluator

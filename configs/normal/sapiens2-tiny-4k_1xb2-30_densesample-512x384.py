@@ -38,11 +38,10 @@ test_pipeline = [
     dict(type='NormalGenerateTarget'),
     dict(type='PackDenseInputs', test_mode=True),
 ]
-# loaders (data root, batch sizes, samplers) from the tiny 1K config
+# loaders (data root, batch sizes, samplers) and metric from the tiny 1K
+# config; the test loader follows the val loader here too
 train_dataloader = dict(
-    dataset=dict(type='NormalDataset', pipeline=train_pipeline))
+    dataset=dict(pipeline=train_pipeline))
 val_dataloader = dict(
-    dataset=dict(type='NormalDataset', pipeline=test_pipeline))
+    dataset=dict(pipeline=test_pipeline))
 test_dataloader = val_dataloader
-val_evaluator = dict(type='NormalMetric')
-test_evaluator = val_evaluator

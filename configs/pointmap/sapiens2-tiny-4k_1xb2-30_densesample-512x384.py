@@ -47,11 +47,10 @@ test_pipeline = [
     dict(type='PointmapGenerateTarget', canonical_focal_length=1536.0),
     dict(type='PackDenseInputs', test_mode=True),
 ]
-# loaders (data root, batch sizes, samplers) from the tiny 1K config
+# loaders (data root, batch sizes, samplers) and metric from the tiny 1K
+# config; the test loader follows the val loader here too
 train_dataloader = dict(
-    dataset=dict(type='PointmapDataset', pipeline=train_pipeline))
+    dataset=dict(pipeline=train_pipeline))
 val_dataloader = dict(
-    dataset=dict(type='PointmapDataset', pipeline=test_pipeline))
+    dataset=dict(pipeline=test_pipeline))
 test_dataloader = val_dataloader
-val_evaluator = dict(type='PointmapMetric')
-test_evaluator = val_evaluator

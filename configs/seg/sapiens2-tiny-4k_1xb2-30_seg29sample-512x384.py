@@ -45,13 +45,10 @@ tta_pipeline = [
              [dict(type='mmseg.PackSegInputs')],
          ]),
 ]
-# loaders (data root, batch sizes, samplers), flip swap pairs and metric
-# settings from the tiny 1K config
+# loaders (data root, batch sizes, samplers), flip swap pairs, metric and
+# TTA model from the tiny 1K config; the test loader follows the val loader
 train_dataloader = dict(
-    dataset=dict(type='Seg29Dataset', pipeline=train_pipeline))
+    dataset=dict(pipeline=train_pipeline))
 val_dataloader = dict(
-    dataset=dict(type='Seg29Dataset', pipeline=test_pipeline))
+    dataset=dict(pipeline=test_pipeline))
 test_dataloader = val_dataloader
-val_evaluator = dict(type='SegIoUMetric')
-test_evaluator = val_evaluator
-tta_model = dict(type='SegFlipTTAModel')
